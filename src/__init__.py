@@ -1,0 +1,122 @@
+"""atomtask: atomic LLM tasks with typed, validated structured output, on top of pydantic-ai.
+
+Everything public is importable from here; `__all__` is pinned by a test.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from atomtask.executors.atomic import AtomicTaskExecutor
+    from atomtask.handlers.base import BaseHandler, ModelChoice
+    from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.system.errors import (
+        AtomTaskError,
+        ConfigurationError,
+        DuplicateNameError,
+        SchemaError,
+        SourceLocation,
+        TaskFailedError,
+        TemplateError,
+        TemplateNotFoundError,
+        UsageError,
+    )
+    from atomtask.system.model_registry import ModelRegistry
+    from atomtask.system.requests import SubtaskRequest
+    from atomtask.system.results import (
+        Attempt,
+        FailureReason,
+        TaskError,
+        TaskNotes,
+        TaskResult,
+        TaskStatus,
+        UsageNotes,
+    )
+    from atomtask.system.template_registry import TemplateRegistry
+    from atomtask.system.templates import OutputFormat, OutputMode, ParamSpec, Template, TemplateLimits
+    from atomtask.task_system import TaskSystem
+
+# Names load on first use, so `atomtask --help` and `import atomtask.cli` do not import
+# pydantic-ai (and through it nothing heavy) until a task is actually run.
+_EXPORTS: dict[str, str] = {
+    "AtomTaskError": "atomtask.system.errors",
+    "AtomicTaskExecutor": "atomtask.executors.atomic",
+    "Attempt": "atomtask.system.results",
+    "BaseHandler": "atomtask.handlers.base",
+    "ConfigurationError": "atomtask.system.errors",
+    "DuplicateNameError": "atomtask.system.errors",
+    "FailureReason": "atomtask.system.results",
+    "LLMInteractionManager": "atomtask.handlers.llm",
+    "ModelChoice": "atomtask.handlers.base",
+    "ModelRegistry": "atomtask.system.model_registry",
+    "OutputFormat": "atomtask.system.templates",
+    "OutputMode": "atomtask.system.templates",
+    "ParamSpec": "atomtask.system.templates",
+    "SchemaError": "atomtask.system.errors",
+    "SourceLocation": "atomtask.system.errors",
+    "SubtaskRequest": "atomtask.system.requests",
+    "TaskError": "atomtask.system.results",
+    "TaskFailedError": "atomtask.system.errors",
+    "TaskNotes": "atomtask.system.results",
+    "TaskResult": "atomtask.system.results",
+    "TaskStatus": "atomtask.system.results",
+    "TaskSystem": "atomtask.task_system",
+    "Template": "atomtask.system.templates",
+    "TemplateError": "atomtask.system.errors",
+    "TemplateLimits": "atomtask.system.templates",
+    "TemplateNotFoundError": "atomtask.system.errors",
+    "TemplateRegistry": "atomtask.system.template_registry",
+    "UsageError": "atomtask.system.errors",
+    "UsageNotes": "atomtask.system.results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atomtask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AtomTaskError",
+    "AtomicTaskExecutor",
+    "Attempt",
+    "BaseHandler",
+    "ConfigurationError",
+    "DuplicateNameError",
+    "FailureReason",
+    "LLMInteractionManager",
+    "ModelChoice",
+    "ModelRegistry",
+    "OutputFormat",
+    "OutputMode",
+    "ParamSpec",
+    "SchemaError",
+    "SourceLocation",
+    "SubtaskRequest",
+    "TaskError",
+    "TaskFailedError",
+    "TaskNotes",
+    "TaskResult",
+    "TaskStatus",
+    "TaskSystem",
+    "Template",
+    "TemplateError",
+    "TemplateLimits",
+    "TemplateNotFoundError",
+    "TemplateRegistry",
+    "UsageError",
+    "UsageNotes",
+    "__version__",
+]

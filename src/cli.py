@@ -1,0 +1,195 @@
+"""The `atomtask` command. `main(argv) -> int` is testable without a subprocess.
+
+Heavy imports (pydantic-ai, and through it any provider SDK) happen inside the commands, so
+`atomtask --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from atomtask.system.results import TaskResult
+    from atomtask.task_system import TaskSystem
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_TASK_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="atomtask",
+        description="Run atomic LLM tasks with typed, validated output.",
+        epilog="Model: --model, else the template's, else $ATOMTASK_MODEL, else the embedded test model.",
+    )
+    parser.add_argument("--log-format", choices=["auto", "console", "json"], default="auto",
+                        help="how log events are printed on stderr (default: console on a terminal)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log events (-v, -vv)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def with_templates(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--templates", action="append", metavar="PATH",
+                       help="template file or folder (repeatable; default: ./templates if present, "
+                            "else the shipped templates)")
+
+    run = sub.add_parser("run", help="execute a template and print its validated output as JSON")
+    run.add_argument("name", help="template name")
+    run.add_argument("-i", "--input", action="append", default=[], metavar="KEY=VALUE",
+                     help="an input: key=text, key=@file (the file's text), or key:=json (a JSON value)")
+    run.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    run.add_argument("--result", action="store_true", help="print the whole TaskResult as JSON")
+    with_templates(run)
+
+    lst = sub.add_parser("list", help="list the registered templates")
+    with_templates(lst)
+
+    show = sub.add_parser("show", help="print a template and its output JSON Schema")
+    show.add_argument("name")
+    with_templates(show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 task failed, 2 usage error)."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    args = _parser().parse_args(argv)
+    _configure_logging(args.log_format, args.verbose, err)
+
+    from atomtask.system.errors import UsageError
+
+    try:
+        if args.command == "run":
+            return _run(args, out, err)
+        if args.command == "list":
+            return _list(args, out)
+        if args.command == "show":
+            return _show(args, out)
+    except UsageError as exc:
+        print(f"atomtask: error: {exc}", file=err)
+        return EXIT_USAGE
+    raise AssertionError(f"unhandled command {args.command!r}")  # argparse only allows the above
+
+
+def _system(args: argparse.Namespace) -> TaskSystem:
+    from atomtask.task_system import TaskSystem, bundled_templates_path
+
+    paths: list[str | Path] = list(args.templates or [])
+    if not paths:
+        local = Path("templates")
+        paths = [local if local.is_dir() else bundled_templates_path()]
+    return TaskSystem(model=getattr(args, "model", None), templates=paths, base_url=getattr(args, "base_url", None))
+
+
+def _inputs(pairs: Sequence[str]) -> dict[str, Any]:
+    from atomtask.system.errors import UsageError
+
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.rstrip(":"):
+            raise UsageError(f"Input {pair!r} is not KEY=VALUE; write it as `-i name=value`.")
+        if key.endswith(":"):
+            key = key[:-1]
+            try:
+                values[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise UsageError(
+                    f"Input {key!r}: `{value}` is not valid JSON ({exc.msg}); use `{key}=text` for text."
+                ) from None
+            continue
+        if value.startswith("@"):
+            path = Path(value[1:])
+            try:
+                value = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"Input {key!r}: cannot read {str(path)!r} ({exc.strerror}).") from None
+        values[key] = value
+    return values
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    system = _system(args)
+    result = system.execute(args.name, _inputs(args.input))
+    if result.notes.default_model_notice:
+        print(result.notes.default_model_notice, file=err)
+    print(_status_line(result), file=err)
+    if args.result:
+        print(result.model_dump_json(indent=2), file=out)
+    elif result.ok:
+        print(_output_json(result.parsedContent), file=out)
+    if not result.ok:
+        assert result.error is not None
+        print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
+        return EXIT_TASK_FAILED
+    return EXIT_OK
+
+
+def _output_json(value: Any) -> str:
+    import pydantic_core
+
+    return pydantic_core.to_json(value, indent=2).decode()
+
+
+def _status_line(result: TaskResult[Any]) -> str:
+    notes = result.notes
+    attempts = len(notes.attempts)
+    tokens = notes.usage.total_tokens
+    return (
+        f"atomtask: {notes.template} {result.status.value} on {notes.model or '-'} "
+        f"({attempts} attempt{'s' if attempts != 1 else ''}, {tokens} tokens, {notes.duration_ms / 1000:.2f}s)"
+    )
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    system = _system(args)
+    for name in system.templates.names():
+        template = system.templates.get(name)
+        print(f"{name}\t{template.description or ''}".rstrip(), file=out)
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    system = _system(args)
+    compiled = system.templates.compiled(args.name)
+    template = compiled.template
+    document = template.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if compiled.output_cls is not None:
+        document["output_format"]["schema"] = compiled.output_cls.__name__
+        document["output_json_schema"] = compiled.output_cls.model_json_schema()
+    print(json.dumps(document, indent=2), file=out)
+    return EXIT_OK
+
+
+def _configure_logging(fmt: str, verbose: int, stream: TextIO) -> None:
+    import logging
+
+    import structlog
+
+    level = {0: logging.ERROR, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    use_console = fmt == "console" or (fmt == "auto" and stream.isatty())
+    renderer: Any = structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

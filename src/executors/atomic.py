@@ -1,0 +1,274 @@
+"""`AtomicTaskExecutor`: run one task, from a name and inputs to a `TaskResult`.
+
+The path: look the template up, validate the inputs against its parameters, render the system
+text and instructions strictly, choose the model, hand one `ModelCall` to the manager, and wrap
+the outcome with its notes. A failure at any step is a FAILED result with a typed reason; nothing
+here raises for a task that failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import attrs
+import structlog
+from pydantic import ValidationError
+
+from atomtask.executors.rendering import RenderError, render
+from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
+from atomtask.system.checks import CompiledTemplate
+from atomtask.system.errors import TemplateNotFoundError, UsageError, did_you_mean
+from atomtask.system.requests import SubtaskRequest
+from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
+from atomtask.system.template_registry import TemplateRegistry
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = ["AtomicTaskExecutor"]
+
+log = structlog.get_logger()
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class _Prepared:
+    compiled: CompiledTemplate
+    call: ModelCall
+    started: float
+
+
+class AtomicTaskExecutor:
+    """Runs one task at a time (sync or async) against a `TemplateRegistry` and a manager."""
+
+    def __init__(self, templates: TemplateRegistry, manager: LLMInteractionManager) -> None:
+        self.templates = templates
+        self.manager = manager
+        self._default_notice_logged = False
+
+    @overload
+    def execute(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: None = None,
+    ) -> TaskResult[Any]: ...
+
+    @overload
+    def execute(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: type[T],
+    ) -> TaskResult[T]: ...
+
+    def execute(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: type[Any] | None = None,
+    ) -> TaskResult[Any]:
+        """Run a task synchronously (pydantic-ai `run_sync` underneath); never raises for a failed task."""
+        prepared = self._prepare(name_or_request, inputs, model, expect)
+        if isinstance(prepared, TaskResult):
+            return prepared
+        return self._finish(prepared, self.manager.run_sync(prepared.call))
+
+    @overload
+    async def execute_async(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: None = None,
+    ) -> TaskResult[Any]: ...
+
+    @overload
+    async def execute_async(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: type[T],
+    ) -> TaskResult[T]: ...
+
+    async def execute_async(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        expect: type[Any] | None = None,
+    ) -> TaskResult[Any]:
+        """Run a task on the running event loop (pydantic-ai `run`); never raises for a failed task."""
+        prepared = self._prepare(name_or_request, inputs, model, expect)
+        if isinstance(prepared, TaskResult):
+            return prepared
+        return self._finish(prepared, await self.manager.run(prepared.call))
+
+    def _prepare(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None,
+        model: Model | str | None,
+        expect: type[Any] | None,
+    ) -> _Prepared | TaskResult[Any]:
+        started = time.perf_counter()
+        if isinstance(name_or_request, SubtaskRequest):
+            name = name_or_request.name
+            inputs = {**name_or_request.inputs, **(inputs or {})}
+            model = model if model is not None else name_or_request.model
+        else:
+            name = name_or_request
+        log.info("task_started", template=name)
+        try:
+            compiled = self.templates.compiled(name)
+        except TemplateNotFoundError as exc:
+            return _failed(
+                name,
+                started,
+                TaskError(
+                    reason=FailureReason.TEMPLATE_NOT_FOUND,
+                    message=exc.message,
+                    details={"suggestions": exc.suggestions},
+                ),
+            )
+        template = compiled.template
+        if expect is not None and not _fits(compiled, expect):
+            declared = compiled.output_cls.__name__ if compiled.output_cls is not None else "str"
+            return _failed(
+                name,
+                started,
+                TaskError(
+                    reason=FailureReason.CONFIGURATION_ERROR,
+                    message=f"Template {name!r} answers {declared}, but the caller expects "
+                    f"{expect.__name__}; fix `expect=` or the template's `output_format.schema`.",
+                    details={"declared": declared, "expected": expect.__name__},
+                ),
+            )
+        values = _validate_inputs(compiled, inputs or {})
+        if isinstance(values, TaskError):
+            return _failed(name, started, values)
+        try:
+            system = render(template.system, compiled.system_placeholders, values) if template.system else None
+            prompt = render(template.instructions, compiled.instruction_placeholders, values)
+        except RenderError as exc:
+            return _failed(
+                name,
+                started,
+                TaskError(
+                    reason=FailureReason.INPUT_VALIDATION_FAILURE,
+                    message=f"{exc}. Pass a value that has that field, or fix the placeholder.",
+                    details={"params": [exc.placeholder.param], "available": exc.available},
+                ),
+            )
+        try:
+            choice = self.manager.handler.choose_model(call=model, template=template.model)
+        except UsageError as exc:
+            return _failed(
+                name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message)
+            )
+        if choice.notice is not None and not self._default_notice_logged:
+            self._default_notice_logged = True
+            log.info("default_model_used", notice=choice.notice)
+        call = ModelCall(
+            template=name,
+            model=choice,
+            system=system,
+            prompt=prompt,
+            output_cls=compiled.output_cls,
+            mode=compiled.output_mode,
+            retries=template.retries,
+            limits=template.limits,
+        )
+        return _Prepared(compiled=compiled, call=call, started=started)
+
+    def _finish(self, prepared: _Prepared, outcome: CallOutcome) -> TaskResult[Any]:
+        call = prepared.call
+        notes = TaskNotes(
+            template=call.template,
+            model=call.model.label,
+            model_source=call.model.source,
+            output_mode=call.mode.value if call.output_cls is not None else "text",
+            duration_ms=(time.perf_counter() - prepared.started) * 1000,
+            usage=outcome.usage,
+            attempts=outcome.attempts,
+            default_model_notice=call.model.notice,
+        )
+        if outcome.error is not None:
+            log.warning(
+                "task_failed",
+                template=call.template,
+                reason=outcome.error.reason.value,
+                attempts=len(outcome.attempts),
+                model=call.model.label,
+            )
+            return TaskResult[Any](
+                status=TaskStatus.FAILED, content=outcome.content, notes=notes, error=outcome.error
+            )
+        log.info(
+            "task_completed",
+            template=call.template,
+            attempts=len(outcome.attempts),
+            model=call.model.label,
+            duration_ms=round(notes.duration_ms, 2),
+        )
+        return TaskResult[Any](
+            status=TaskStatus.COMPLETE, content=outcome.content, parsedContent=outcome.output, notes=notes
+        )
+
+
+def _fits(compiled: CompiledTemplate, expect: type[Any]) -> bool:
+    declared: type[Any] = compiled.output_cls if compiled.output_cls is not None else str
+    return issubclass(declared, expect)
+
+
+def _failed(name: str, started: float, error: TaskError) -> TaskResult[Any]:
+    log.warning("task_failed", template=name, reason=error.reason.value, attempts=0)
+    notes = TaskNotes(template=name, duration_ms=(time.perf_counter() - started) * 1000)
+    return TaskResult[Any](status=TaskStatus.FAILED, notes=notes, error=error)
+
+
+def _validate_inputs(compiled: CompiledTemplate, inputs: Mapping[str, Any]) -> dict[str, Any] | TaskError:
+    try:
+        values = compiled.inputs.validate_python(dict(inputs))
+    except ValidationError as exc:
+        return _input_error(compiled, exc)
+    return {**compiled.defaults, **values}
+
+
+def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
+    template = compiled.template
+    declared = list(template.params)
+    problems: list[str] = []
+    params: list[str] = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        param = loc[0] if loc else "?"
+        params.append(param)
+        if err["type"] == "missing":
+            spec = template.params.get(param)
+            type_hint = f" ({spec.type})" if spec is not None else ""
+            problems.append(f"missing required parameter {param!r}{type_hint}")
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"unknown parameter {param!r}.{did_you_mean(param, declared)}".rstrip("."))
+        else:
+            path = ".".join(loc)
+            problems.append(f"parameter {path!r}: {err['msg']} (got {err.get('input')!r})")
+    listing = ", ".join(declared) or "none"
+    return TaskError(
+        reason=FailureReason.INPUT_VALIDATION_FAILURE,
+        message=f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}. "
+        f"Declared parameters: {listing}.",
+        details={"params": sorted(set(params)), "errors": [str(p) for p in problems]},
+    )

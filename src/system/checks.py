@@ -1,0 +1,234 @@
+"""Registration checks: a `Template` against everything known, compiled into what a run needs.
+
+Every mistake that can be found without calling a model is found here and raised as a usage
+error pointing at the template's source: undeclared placeholders, unknown schemas, bad type
+strings, unknown providers, defaults that do not fit their type.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import NotRequired, Required, TypedDict
+
+from atomtask.system import types as type_strings
+from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
+from atomtask.system.model_registry import ModelRegistry
+from atomtask.system.providers import check_model_string
+from atomtask.system.templates import OutputMode, Placeholder, Template, find_placeholders
+
+__all__ = ["CompiledTemplate", "compile_template"]
+
+
+@attrs.frozen(kw_only=True)
+class CompiledTemplate:
+    """A registered template with everything resolved: the output class and the input validator."""
+
+    template: Template
+    output_cls: type[BaseModel] | None
+    output_mode: OutputMode
+    inputs: TypeAdapter[dict[str, Any]]
+    defaults: Mapping[str, Any]
+    system_placeholders: tuple[Placeholder, ...]
+    instruction_placeholders: tuple[Placeholder, ...]
+
+    @property
+    def name(self) -> str:
+        return self.template.name
+
+
+def compile_template(template: Template, models: ModelRegistry) -> CompiledTemplate:
+    """Check `template` against `models` and the known providers; raise a usage error on any mistake."""
+    where = f"template {template.name!r}"
+    if template.model is not None:
+        check_model_string(template.model, where=where, location=template.location_of("model"))
+    annotations = {
+        name: _param_annotation(template, name, spec.type, models) for name, spec in template.params.items()
+    }
+    defaults = _check_defaults(template, annotations)
+    system_ph = _check_placeholders(template, "system", annotations) if template.system else []
+    instr_ph = _check_placeholders(template, "instructions", annotations)
+    output_cls = _resolve_output(template, models)
+    return CompiledTemplate(
+        template=template,
+        output_cls=output_cls,
+        output_mode=template.output_format.mode,
+        inputs=_inputs_adapter(template, annotations),
+        defaults=defaults,
+        system_placeholders=tuple(system_ph),
+        instruction_placeholders=tuple(instr_ph),
+    )
+
+
+def _param_annotation(template: Template, name: str, type_text: str, models: ModelRegistry) -> Any:
+    location = template.location_of(f"params.{name}")
+    try:
+        expr = type_strings.parse_type(type_text, location=location)
+        return type_strings.to_annotation(expr, lambda ref: _resolve_schema_ref(ref, models))
+    except UsageError as exc:
+        raise _prefixed(exc, f"In parameter {name!r} of template {template.name!r}: ", location) from None
+
+
+def _resolve_schema_ref(ref: str, models: ModelRegistry) -> type[BaseModel]:
+    return models.get(ref)
+
+
+def _prefixed(exc: UsageError, prefix: str, location: SourceLocation | None) -> UsageError:
+    return type(exc)(
+        prefix + exc.message, location=exc.location or location, suggestions=exc.suggestions
+    )
+
+
+def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[str, Any]:
+    defaults: dict[str, Any] = {}
+    for name, spec in template.params.items():
+        if spec.required:
+            continue
+        try:
+            defaults[name] = TypeAdapter(annotations[name]).validate_python(spec.default)
+        except ValidationError as exc:
+            raise TemplateError(
+                f"Default {spec.default!r} of parameter {name!r} in template {template.name!r} does not "
+                f"fit its type {spec.type!r}: {_first_error(exc)}. Fix the default or the type.",
+                location=template.location_of(f"params.{name}"),
+            ) from None
+    return defaults
+
+
+def _check_placeholders(template: Template, field: str, annotations: Mapping[str, Any]) -> list[Placeholder]:
+    text: str = getattr(template, field)
+    origin = template.origin_of(field)
+
+    def where(offset: int) -> SourceLocation | None:
+        return origin.locate(offset, text) if origin is not None else template.location_of(field)
+
+    placeholders, malformed = find_placeholders(text)
+    if malformed:
+        offset, raw = malformed[0]
+        raise TemplateError(
+            f"Malformed placeholder {raw!r} in the {field} of template {template.name!r}; "
+            "placeholders are `{{param}}` or `{{param.field}}` with identifier names.",
+            location=where(offset),
+        )
+    for ph in placeholders:
+        if ph.param not in annotations:
+            declared = ", ".join(sorted(annotations)) or "none"
+            raise TemplateError(
+                f"Placeholder {ph.text!r} in the {field} of template {template.name!r} is not a declared "
+                f"parameter.{did_you_mean(ph.param, annotations)} Declared parameters: {declared}. "
+                f"Declare it under `params` or fix the name.",
+                location=where(ph.start),
+            )
+        _check_field_path(template, ph, annotations[ph.param], where(ph.start))
+    return placeholders
+
+
+def _check_field_path(template: Template, ph: Placeholder, annotation: Any, location: SourceLocation | None) -> None:
+    """`{{p.a.b}}` must walk fields that exist, as far as the declared types tell."""
+    current = annotation
+    for depth, field in enumerate(ph.path):
+        current = _strip_optional(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            fields = current.model_fields
+            if field not in fields:
+                raise TemplateError(
+                    f"Placeholder {ph.text!r} in template {template.name!r}: {current.__name__} has no field "
+                    f"{field!r}.{did_you_mean(field, fields)} Fields: {', '.join(fields)}.",
+                    location=location,
+                )
+            current = fields[field].annotation
+            continue
+        origin = typing.get_origin(current)
+        if current is Any or current is dict or origin is dict or _is_union(current):
+            return  # a mapping or an open type: the field is looked up at render time
+        owner = ".".join((ph.param, *ph.path[:depth]))
+        type_name = getattr(current, "__name__", str(current))
+        raise TemplateError(
+            f"Placeholder {ph.text!r} in template {template.name!r}: {owner!r} is a {type_name}, which has "
+            f"no fields. Use `{{{{{owner}}}}}` or declare the parameter with a schema type.",
+            location=location,
+        )
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _strip_optional(annotation: Any) -> Any:
+    args = typing.get_args(annotation)
+    if args and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation
+
+
+def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel] | None:
+    fmt = template.output_format
+    schema = fmt.schema_
+    location = template.location_of("output_format.schema") or template.location_of("output_format")
+    if fmt.type == "text" or schema is None:
+        return None
+    if isinstance(schema, type):
+        return schema
+    if isinstance(schema, str):
+        try:
+            return models.get(schema)
+        except SchemaError as exc:
+            raise SchemaError(
+                f"Unknown schema {schema!r} in template {template.name!r}.{did_you_mean(schema, models.names())} "
+                f"Registered schemas: {', '.join(models.names()) or 'none'}. Register the class with "
+                "`system.models.register(...)` or declare it in a schema file.",
+                location=location,
+                suggestions=exc.suggestions,
+            ) from None
+    return _inline_schema(template, schema, models, location)
+
+
+def _inline_schema(
+    template: Template, schema: dict[str, Any], models: ModelRegistry, location: SourceLocation | None
+) -> type[BaseModel]:
+    from atomtask.system.schemas import SchemaDef, build_models
+
+    definition = dict(schema)
+    definition.setdefault("name", _class_name(template.name) + "Output")
+    try:
+        schema_def = SchemaDef.model_validate(definition)
+    except ValidationError as exc:
+        raise SchemaError(
+            f"Inline schema of template {template.name!r} is invalid: {_first_error(exc)}. An inline schema "
+            "is `{fields: [{name, type, description}]}`.",
+            location=location,
+        ) from None
+    if location is not None:
+        schema_def.location = location
+    known = {name: models.get(name) for name in models.names()}
+    return build_models([schema_def], known=known)[schema_def.name]
+
+
+def _class_name(template_name: str) -> str:
+    return "".join(part.capitalize() for part in template_name.replace("-", "_").split("_") if part)
+
+
+def _inputs_adapter(template: Template, annotations: Mapping[str, Any]) -> TypeAdapter[dict[str, Any]]:
+    # A TypedDict rather than a model: parameter names such as `json` or `schema` would shadow
+    # BaseModel attributes. Unknown names are rejected (`extra="forbid"`).
+    fields = {
+        name: (Required[annotations[name]] if spec.required else NotRequired[annotations[name]])
+        for name, spec in template.params.items()
+    }
+    typed_dict: Any = TypedDict(f"{_class_name(template.name)}Inputs", fields)  # type: ignore[operator]  # functional form with a computed field map
+    typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
+    adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed_dict)
+    return adapter
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    return f"{loc + ': ' if loc else ''}{err['msg']}"

@@ -1,0 +1,237 @@
+"""Reading template and schema files (YAML) into declarations that remember where they came from.
+
+A file holds one template, one named schema, a list of either, several YAML documents, or a
+mapping with `templates:` and `schemas:` lists. A mapping with `instructions` is a template; one
+with `fields` is a schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+from pydantic import ValidationError
+
+from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
+from atomtask.system.schemas import SchemaDef
+from atomtask.system.templates import Template, TextOrigin
+
+__all__ = ["Declarations", "load_paths", "load_yaml_text"]
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@attrs.frozen(kw_only=True)
+class Declarations:
+    """Templates and named schemas read from files, in file order."""
+
+    templates: list[Template] = attrs.field(factory=list)
+    schemas: list[SchemaDef] = attrs.field(factory=list)
+
+    def extend(self, other: Declarations) -> None:
+        self.templates.extend(other.templates)
+        self.schemas.extend(other.schemas)
+
+
+@attrs.frozen(kw_only=True)
+class _Node:
+    """Where one mapping and each of its keys' values start."""
+
+    start: SourceLocation
+    keys: dict[str, SourceLocation]
+    block_keys: frozenset[str]
+
+
+class _LocatingLoader(yaml.SafeLoader):
+    """A SafeLoader that notes the position of every mapping and of each of its values."""
+
+    def __init__(self, stream: str, file: str) -> None:
+        super().__init__(stream)
+        self.file = file
+        self.nodes: dict[int, _Node] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping = super().construct_mapping(node, deep=True)
+        keys: dict[str, SourceLocation] = {}
+        block: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            keys[key] = self._loc(value_node.start_mark)
+            if isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">"):
+                block.add(key)
+        self.nodes[id(mapping)] = _Node(start=self._loc(node.start_mark), keys=keys, block_keys=frozenset(block))
+        return mapping
+
+    def _loc(self, mark: Any) -> SourceLocation:
+        return SourceLocation(file=self.file, line=mark.line + 1, column=mark.column + 1)
+
+
+_LocatingLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _LocatingLoader.construct_mapping,  # type: ignore[arg-type]  # PyYAML's constructor signature is untyped
+)
+
+
+def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
+    """Parse YAML source into templates and schemas, each carrying its location."""
+    loader = _LocatingLoader(text, file)
+    out = Declarations()
+    try:
+        while loader.check_data():
+            doc = loader.get_data()
+            out.extend(_declarations(doc, loader, file))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        location = SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TemplateError(f"Invalid YAML: {problem}.", location=location) from None
+    finally:
+        loader.dispose()
+    return out
+
+
+def load_paths(paths: Iterable[str | Path]) -> Declarations:
+    """Read every YAML file given, or found (sorted, non-recursively) in the folders given."""
+    out = Declarations()
+    for file in _files(paths):
+        out.extend(load_yaml_text(file.read_text(encoding="utf-8"), str(file)))
+    _reject_duplicate_schemas(out.schemas)
+    return out
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise TemplateError(f"No such file or folder: {str(path)!r}. Pass a YAML file or a folder of them.")
+    return files
+
+
+def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
+    out = Declarations()
+    if doc is None:
+        return out
+    if isinstance(doc, list):
+        for item in doc:
+            out.extend(_declarations(item, loader, file))
+        return out
+    node = loader.nodes.get(id(doc)) if isinstance(doc, dict) else None
+    location = node.start if node is not None else SourceLocation(file=file)
+    if not isinstance(doc, dict):
+        raise TemplateError(
+            f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location
+        )
+    if set(doc) <= {"templates", "schemas"} and doc:
+        for key in ("schemas", "templates"):
+            items = doc.get(key) or []
+            if not isinstance(items, list):
+                raise TemplateError(f"`{key}` must be a list.", location=_key_loc(node, key, location))
+            for item in items:
+                out.extend(_declarations(item, loader, file))
+        return out
+    if "instructions" in doc:
+        out.templates.append(_template(doc, loader, location))
+    elif "fields" in doc:
+        out.schemas.append(_schema(doc, loader, location))
+    else:
+        raise TemplateError(
+            "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
+            f"`fields`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+            location=location,
+        )
+    return out
+
+
+def _key_loc(node: _Node | None, key: str, default: SourceLocation | None) -> SourceLocation | None:
+    return node.keys.get(key, default) if node is not None else default
+
+
+def _template(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocation) -> Template:
+    try:
+        template = Template.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(TemplateError, "template", doc, exc, loader, location) from None
+    node = loader.nodes.get(id(doc))
+    origins: dict[str, TextOrigin] = {}
+    if node is not None:
+        for key, loc in node.keys.items():
+            origins[key] = TextOrigin(location=loc, block=key in node.block_keys)
+        params = doc.get("params")
+        pnode = loader.nodes.get(id(params)) if isinstance(params, dict) else None
+        if pnode is not None:
+            for key, loc in pnode.keys.items():
+                origins[f"params.{key}"] = TextOrigin(location=loc)
+        fmt = doc.get("output_format")
+        fnode = loader.nodes.get(id(fmt)) if isinstance(fmt, dict) else None
+        if fnode is not None:
+            for key, loc in fnode.keys.items():
+                origins[f"output_format.{key}"] = TextOrigin(location=loc)
+    return template.located(location, origins)
+
+
+def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocation) -> SchemaDef:
+    try:
+        schema = SchemaDef.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(SchemaError, "schema", doc, exc, loader, location) from None
+    schema.location = location
+    fields = doc.get("fields")
+    if isinstance(fields, list):
+        for field_def, raw in zip(schema.fields, fields, strict=False):
+            fnode = loader.nodes.get(id(raw)) if isinstance(raw, dict) else None
+            if fnode is not None:
+                field_def.location = fnode.keys.get("type", fnode.start)
+    return schema
+
+
+def _validation_error(
+    kind: type[UsageError],
+    what: str,
+    doc: dict[str, Any],
+    exc: ValidationError,
+    loader: _LocatingLoader,
+    location: SourceLocation,
+) -> UsageError:
+    """Turn pydantic's error into one message pointing at the offending key's line."""
+    err = exc.errors()[0]
+    loc_path = [p for p in err["loc"] if not isinstance(p, str) or not p.startswith("function-")]
+    where: SourceLocation | None = location
+    container: Any = doc
+    for part in loc_path:
+        node = loader.nodes.get(id(container)) if isinstance(container, dict) else None
+        if node is not None and isinstance(part, str) and part in node.keys:
+            where = node.keys[part]
+        try:
+            container = container[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    name = doc.get("name")
+    label = f"{what} {name!r}" if isinstance(name, str) else what
+    dotted = ".".join(str(p) for p in loc_path)
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden" and len(loc_path) == 1:
+        valid = ", ".join(Template.model_fields if what == "template" else SchemaDef.model_fields)
+        message = f"unknown key; valid keys: {valid}"
+    elif err["type"] == "missing":
+        message = "required key is missing"
+    return kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
+
+
+def _reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:
+    seen: dict[str, SchemaDef] = {}
+    for schema in schemas:
+        first = seen.get(schema.name)
+        if first is not None and first != schema:
+            raise DuplicateNameError(
+                f"Schema {schema.name!r} is declared twice, first at {first.location}; rename one of them.",
+                location=schema.location,
+            )
+        seen[schema.name] = schema

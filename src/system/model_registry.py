@@ -1,0 +1,99 @@
+"""The `ModelRegistry`: names for the Pydantic classes that templates declare as their output."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
+
+__all__ = ["ModelRegistry"]
+
+M = TypeVar("M", bound=type[BaseModel])
+
+
+class ModelRegistry:
+    """Maps schema names to Pydantic classes.
+
+    Example:
+        ```python
+        registry = ModelRegistry()
+        registry.register(Contact)          # registered as "Contact"
+        registry.register(Contact, "Person")
+        registry.get("Contact") is Contact
+        ```
+    """
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[BaseModel]] = {}
+        self._locations: dict[str, SourceLocation | None] = {}
+        self._lock = threading.Lock()
+
+    def register(
+        self,
+        cls: M,
+        name: str | None = None,
+        *,
+        replace: bool = False,
+        location: SourceLocation | None = None,
+    ) -> M:
+        """Register `cls` under `name` (default: the class name); returns `cls`, so it works as a decorator.
+
+        Registering the same class again is a no-op; a different class under a taken name raises
+        `DuplicateNameError` unless `replace=True`.
+        """
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            raise SchemaError(
+                f"Only Pydantic model classes can be registered as schemas, got {cls!r}; "
+                "subclass `pydantic.BaseModel`.",
+                location=location,
+            )
+        key = name or cls.__name__
+        with self._lock:
+            existing = self._classes.get(key)
+            if existing is not None and existing is not cls and not replace:
+                where = self._locations.get(key)
+                at = f" (registered at {where})" if where is not None else ""
+                raise DuplicateNameError(
+                    f"Schema name {key!r} is already registered to {_qualname(existing)}{at}; "
+                    f"cannot register {_qualname(cls)} under it. Pick another name or pass `replace=True`.",
+                    location=location,
+                )
+            self._classes[key] = cls
+            self._locations[key] = location
+        return cls
+
+    def get(self, name: str) -> type[BaseModel]:
+        """The class registered under `name`; raises `SchemaError` with near names if there is none."""
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise SchemaError(
+                f"Unknown schema {name!r}.{did_you_mean(name, self._classes)} "
+                f"Registered: {', '.join(sorted(self._classes)) or 'none'}.",
+                suggestions=near_names(name, self._classes),
+            ) from None
+
+    def location_of(self, name: str) -> SourceLocation | None:
+        """Where the schema `name` was declared, when it came from a file."""
+        return self._locations.get(name)
+
+    def names(self) -> list[str]:
+        """The registered names, sorted."""
+        return sorted(self._classes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

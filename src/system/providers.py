@@ -1,0 +1,79 @@
+"""Model strings: which provider prefixes exist, checked without importing any provider SDK.
+
+The list is derived from pydantic-ai itself (its known model names and its OpenAI-compatible
+provider names) rather than kept by hand, so it follows the installed version.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import get_args
+
+from atomtask.system.errors import ConfigurationError, SourceLocation, did_you_mean, near_names
+
+__all__ = ["API_KEY_ENV", "check_model_string", "known_providers", "provider_of"]
+
+# Providers that pydantic-ai's `infer_model` routes explicitly but that no known model name uses.
+_ROUTED_ONLY = frozenset({"openai-responses", "azure-responses", "openai-chatgpt", "openai-codex", "system-one"})
+
+# The environment variable each provider SDK reads its key from, to say which one to set.
+API_KEY_ENV: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "openai-chat": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GOOGLE_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "cohere": "CO_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "huggingface": "HF_TOKEN",
+    "moonshotai": "MOONSHOTAI_API_KEY",
+}
+
+
+@functools.cache
+def known_providers() -> frozenset[str]:
+    """Every provider prefix the installed pydantic-ai accepts in a model string."""
+    # `pydantic_ai.models` imports no provider SDK; those load only when a provider is built.
+    from pydantic_ai.models import OpenAIChatCompatibleProvider, known_model_names
+
+    prefixes = {name.split(":", 1)[0] for name in known_model_names() if ":" in name}
+    prefixes.update(get_args(OpenAIChatCompatibleProvider.__value__))
+    return frozenset(prefixes | _ROUTED_ONLY)
+
+
+def provider_of(model: str) -> str | None:
+    """The provider prefix of a model string (`openai-chat:gpt-4o` -> `openai-chat`)."""
+    return model.split(":", 1)[0] if ":" in model else None
+
+
+def check_model_string(model: str, *, where: str, location: SourceLocation | None = None) -> None:
+    """Raise `ConfigurationError` unless `model` names a provider pydantic-ai knows.
+
+    `where` says whose model string it is, for the message (e.g. "template 'extract'").
+    """
+    if model in ("test",):
+        return
+    provider = provider_of(model)
+    providers = known_providers()
+    if provider is None:
+        raise ConfigurationError(
+            f"Model {model!r} in {where} has no provider prefix; write it as `provider:model-name`, "
+            "for example `openai-chat:gpt-4o-mini` or `anthropic:claude-sonnet-4-5` (or `test`).",
+            location=location,
+        )
+    bare = provider.removeprefix("gateway/")
+    if bare in providers or provider in providers:
+        return
+    raise ConfigurationError(
+        f"Unknown provider {provider!r} in model {model!r} in {where}."
+        f"{did_you_mean(provider, providers)} Known providers: {', '.join(sorted(providers))}.",
+        location=location,
+        suggestions=near_names(provider, providers),
+    )

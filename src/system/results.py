@@ -1,0 +1,137 @@
+"""What callers get back: `TaskResult[T]`, its `TaskError`, and the notes kept for every run."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Generic, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from atomtask.system.errors import TaskFailedError
+
+__all__ = [
+    "Attempt",
+    "FailureReason",
+    "TaskError",
+    "TaskNotes",
+    "TaskResult",
+    "TaskStatus",
+    "UsageNotes",
+]
+
+T = TypeVar("T")
+
+
+class TaskStatus(StrEnum):
+    """Whether a task produced a validated answer."""
+
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+class FailureReason(StrEnum):
+    """Why a task failed; a fixed set so callers can branch on it."""
+
+    TEMPLATE_NOT_FOUND = "template_not_found"
+    INPUT_VALIDATION_FAILURE = "input_validation_failure"
+    OUTPUT_VALIDATION_FAILURE = "output_validation_failure"
+    PROVIDER_ERROR = "provider_error"
+    USAGE_LIMIT_EXCEEDED = "usage_limit_exceeded"
+    CONFIGURATION_ERROR = "configuration_error"
+    UNEXPECTED_ERROR = "unexpected_error"
+
+
+class TaskError(BaseModel):
+    """A run failure: the reason, a message that says what to do, and structured details.
+
+    `details` carries what a program may act on: the failing parameter names, the HTTP status and
+    provider, near template names, the environment variable to set.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: FailureReason
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class UsageNotes(BaseModel):
+    """Tokens and requests, summed the way pydantic-ai counts them."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: UsageNotes) -> UsageNotes:
+        return UsageNotes(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class Attempt(BaseModel):
+    """One model call: what it answered, and the validation errors that answer drew, if any."""
+
+    index: int
+    model: str | None = None
+    raw_output: str | None = None
+    tool_name: str | None = None
+    errors: list[dict[str, Any]] | str | None = None
+    usage: UsageNotes = Field(default_factory=UsageNotes)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+
+class TaskNotes(BaseModel):
+    """Everything known about a run, kept whether it succeeded or not."""
+
+    template: str
+    model: str | None = None
+    model_source: str | None = None
+    output_mode: str | None = None
+    duration_ms: float = 0.0
+    usage: UsageNotes = Field(default_factory=UsageNotes)
+    attempts: list[Attempt] = Field(default_factory=list)
+    default_model_notice: str | None = None
+
+
+class TaskResult(BaseModel, Generic[T]):
+    """The outcome of one task run.
+
+    `parsedContent` is the validated instance of the template's declared class (never a dict dump);
+    `content` is the model's raw final answer (text, or the JSON it produced). `execute` never raises
+    for a task that failed: check `status`, or call `unwrap()`.
+
+    Example:
+        ```python
+        result = system.execute("extract_contact", {"text": "..."})
+        contact = result.unwrap()  # raises TaskFailedError if the task failed
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    status: TaskStatus
+    content: str | None = None
+    parsedContent: T | None = None  # noqa: N815 - the public name callers rely on
+    notes: TaskNotes
+    error: TaskError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the task completed with a validated answer."""
+        return self.status is TaskStatus.COMPLETE
+
+    def unwrap(self) -> T:
+        """The validated answer, or raise `TaskFailedError` carrying this result."""
+        if self.status is not TaskStatus.COMPLETE:
+            raise TaskFailedError(self)
+        # COMPLETE implies the answer was set (and validated) by the executor.
+        return cast(T, self.parsedContent)

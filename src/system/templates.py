@@ -1,0 +1,229 @@
+"""What users declare: a `Template` (also the YAML file format) and its `OutputFormat`.
+
+These are plain declarations. Checking them against the registered schemas and providers happens
+in `TemplateRegistry.register`; rendering and running them happens in `atomtask.executors`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any, Literal
+
+import attrs
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from atomtask.system.errors import SourceLocation
+
+__all__ = [
+    "OutputFormat",
+    "OutputMode",
+    "ParamSpec",
+    "Placeholder",
+    "Template",
+    "TemplateLimits",
+    "TextOrigin",
+    "find_placeholders",
+]
+
+# A module-level alias: inside `OutputFormat` the name `type` is a field, not the builtin.
+ModelClass = type[BaseModel]
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# Anything between double braces is a placeholder attempt; the strict pattern says which are valid.
+_BRACES_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+_PLACEHOLDER_RE = re.compile(rf"^\s*({_IDENT})((?:\.{_IDENT})*)\s*$")
+
+
+class OutputMode(StrEnum):
+    """How the model is asked for structured output (pydantic-ai's output markers)."""
+
+    TOOL = "tool"
+    NATIVE = "native"
+    PROMPTED = "prompted"
+
+
+class ParamSpec(BaseModel):
+    """One declared parameter: a type string, an optional default, a description.
+
+    In YAML a parameter may be written in full (`text: {type: str, description: ...}`) or as a bare
+    type string (`text: str`). A parameter without a `default` is required.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = "any"
+    description: str | None = None
+    default: Any = None
+
+    @property
+    def required(self) -> bool:
+        """True unless a default was given (an explicit `default: null` counts as a default)."""
+        return "default" not in self.model_fields_set
+
+
+class OutputFormat(BaseModel):
+    """What the answer must be: free `text`, or `json` matching a schema.
+
+    `schema` is the name of a registered model, a Pydantic class, or an inline definition
+    (`{fields: [...]}`); `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
+
+    type: Literal["text", "json"] = "text"
+    schema_: str | ModelClass | dict[str, Any] | None = Field(default=None, alias="schema")
+    mode: OutputMode = OutputMode.TOOL
+
+    @model_validator(mode="after")
+    def _schema_matches_type(self) -> OutputFormat:
+        if self.type == "json" and self.schema_ is None:
+            raise ValueError(
+                "`output_format` has `type: json` but no `schema`; name a registered model "
+                "(`schema: Contact`) or use `type: text`"
+            )
+        if self.type == "text" and self.schema_ is not None:
+            raise ValueError("`output_format` has a `schema` but `type: text`; set `type: json`")
+        return self
+
+
+class TemplateLimits(BaseModel):
+    """Usage limits for one task run, across all of its attempts (pydantic-ai `UsageLimits`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests: int | None = Field(default=None, ge=1)
+    input_tokens: int | None = Field(default=None, ge=1)
+    output_tokens: int | None = Field(default=None, ge=1)
+    total_tokens: int | None = Field(default=None, ge=1)
+
+
+@attrs.frozen(kw_only=True)
+class TextOrigin:
+    """Where a text field's value starts in its source, to point at a line inside it."""
+
+    location: SourceLocation
+    # A YAML block scalar (`|`) starts on the line after its indicator, at a fixed indent.
+    block: bool = False
+
+    def locate(self, offset: int, text: str) -> SourceLocation:
+        """The source location of character `offset` of `text`."""
+        line_index = text.count("\n", 0, offset)
+        column = offset - (text.rfind("\n", 0, offset) + 1)
+        base = self.location
+        if base.line is None:
+            return base
+        if self.block:
+            return SourceLocation(file=base.file, line=base.line + 1 + line_index, column=None)
+        if line_index == 0 and base.column is not None:
+            return SourceLocation(file=base.file, line=base.line, column=base.column + column)
+        return SourceLocation(file=base.file, line=base.line + line_index, column=None)
+
+
+@attrs.frozen(kw_only=True)
+class Placeholder:
+    """One `{{param}}` or `{{param.field.sub}}` occurrence in a text."""
+
+    param: str
+    path: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def text(self) -> str:
+        return "{{" + ".".join((self.param, *self.path)) + "}}"
+
+
+def find_placeholders(text: str) -> tuple[list[Placeholder], list[tuple[int, str]]]:
+    """Split out the placeholders of `text`: the valid ones, and (offset, raw) for malformed ones."""
+    found: list[Placeholder] = []
+    malformed: list[tuple[int, str]] = []
+    for match in _BRACES_RE.finditer(text):
+        inner = _PLACEHOLDER_RE.match(match.group(1))
+        if inner is None:
+            malformed.append((match.start(), match.group(0)))
+            continue
+        path = tuple(p for p in inner.group(2).split(".") if p)
+        found.append(Placeholder(param=inner.group(1), path=path, start=match.start(), end=match.end()))
+    return found, malformed
+
+
+class Template(BaseModel):
+    """An atomic task: a named prompt with typed parameters and a declared answer format.
+
+    Example:
+        ```python
+        Template(
+            name="greet",
+            params={"who": ParamSpec(type="str")},
+            instructions="Say hello to {{who}}.",
+        )
+        ```
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    description: str | None = None
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    system: str | None = None
+    instructions: str
+    output_format: OutputFormat = Field(default_factory=OutputFormat)
+    model: str | None = None
+    retries: int | None = Field(default=None, ge=0, le=20)
+    limits: TemplateLimits | None = None
+
+    _location: SourceLocation | None = PrivateAttr(default=None)
+    _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError(
+                f"template name {value!r} must start with a letter or `_` and contain only letters, "
+                "digits, `_` and `-`"
+            )
+        return value
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _shorthand_params(cls, value: Any) -> Any:
+        # `text: str` is shorthand for `text: {type: str}`; `params: [a, b]` declares untyped params.
+        if isinstance(value, list):
+            return {str(name): {"type": "any"} for name in value}
+        if isinstance(value, dict):
+            return {k: ({"type": v} if isinstance(v, str) else v) for k, v in value.items()}
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, value: dict[str, ParamSpec]) -> dict[str, ParamSpec]:
+        for name in value:
+            if not re.fullmatch(_IDENT, name):
+                raise ValueError(f"parameter name {name!r} is not an identifier (letters, digits and `_`)")
+        return value
+
+    @property
+    def location(self) -> SourceLocation | None:
+        """Where this template was declared, when it came from a file or source text."""
+        return self._location
+
+    def located(
+        self, location: SourceLocation | None, origins: dict[str, TextOrigin] | None = None
+    ) -> Template:
+        """Attach its source location (and where its text fields start); returns `self`."""
+        self._location = location
+        if origins:
+            self._origins = dict(origins)
+        return self
+
+    def location_of(self, field: str) -> SourceLocation | None:
+        """The location of one field (`instructions`, `output_format.schema`, ...), else the template's."""
+        origin = self._origins.get(field)
+        return origin.location if origin is not None else self._location
+
+    def origin_of(self, field: str) -> TextOrigin | None:
+        """Where a text field starts in its source, if known."""
+        return self._origins.get(field)

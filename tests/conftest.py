@@ -1,0 +1,43 @@
+"""Shared test configuration: offline by construction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+from pydantic_ai import models
+
+# No test reaches a real provider: real model classes refuse to send requests unless a test opts in
+# (only the tests that talk to the local fake provider server do, with `allow_model_requests`).
+models.ALLOW_MODEL_REQUESTS = False
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = REPO / "templates"
+
+
+@pytest.fixture(autouse=True)
+def _clean_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test picks up a model or provider setting from the developer's shell."""
+    for name in ("ATOMTASK_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _reset_structlog() -> Iterator[None]:
+    """The CLI configures structlog globally; every test starts from the defaults."""
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def allow_model_requests() -> Iterator[None]:
+    """Let real model classes send requests (to the local fake server only) within one test."""
+    with models.override_allow_model_requests(True):
+        yield
+
+
+@pytest.fixture
+def templates_dir() -> Path:
+    return TEMPLATES

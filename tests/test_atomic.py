@@ -1,0 +1,243 @@
+"""AtomicTaskExecutor: the path of one task, driven by pydantic-ai's FunctionModel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, assert_type
+
+import pytest
+from pydantic import BaseModel, Field
+
+from atomtask import (
+    FailureReason,
+    OutputFormat,
+    ParamSpec,
+    SubtaskRequest,
+    TaskFailedError,
+    TaskResult,
+    TaskStatus,
+    TaskSystem,
+    Template,
+)
+from tests.helpers import Recorder, user_text
+
+
+class Contact(BaseModel):
+    name: str
+    email: str | None = None
+
+
+class Scored(BaseModel):
+    label: str
+    score: float = Field(ge=0, le=1)
+
+
+def make_system(recorder: Recorder, **template_kw: Any) -> TaskSystem:
+    system = TaskSystem(model=recorder.model)
+    system.models.register(Contact)
+    system.models.register(Scored)
+    fields: dict[str, Any] = {
+        "name": "extract",
+        "params": {"text": ParamSpec(type="str"), "locale": ParamSpec(type="str", default="en")},
+        "system": "You are a careful clerk.",
+        "instructions": "Extract ({{locale}}): {{text}}",
+        "output_format": OutputFormat(type="json", schema="Contact"),
+    }
+    fields.update(template_kw)
+    system.register(Template(**fields))
+    return system
+
+
+def test_parsed_content_is_an_instance_of_the_declared_class() -> None:
+    """A valid answer comes back as a Contact instance, with the raw JSON in `content`."""
+    rec = Recorder({"name": "Ada Lovelace", "email": "ada@example.com"})
+    result = make_system(rec).execute("extract", {"text": "Ada Lovelace <ada@example.com>"})
+    assert TaskStatus.COMPLETE == result.status
+    assert isinstance(result.parsedContent, Contact)
+    assert Contact(name="Ada Lovelace", email="ada@example.com") == result.parsedContent
+    assert {"name": "Ada Lovelace", "email": "ada@example.com"} == __import__("json").loads(result.content or "")
+
+
+def test_system_text_and_instructions_reach_the_model() -> None:
+    """The template's system text arrives as instructions and the rendered prompt as the user message."""
+    rec = Recorder({"name": "Bo"})
+    make_system(rec).execute("extract", {"text": "Bo called", "locale": "fr"})
+    messages, info = rec.calls[0]
+    assert "You are a careful clerk." == info.instructions
+    assert "Extract (fr): Bo called" == user_text(messages)
+
+
+def test_values_are_inserted_once_and_never_rendered_again() -> None:
+    """Braces inside a value are data: `{{locale}}` in the text stays literally in the prompt."""
+    rec = Recorder({"name": "X"})
+    make_system(rec).execute("extract", {"text": "literally {{locale}}"})
+    assert "Extract (en): literally {{locale}}" == user_text(rec.calls[0][0])
+
+
+def test_non_string_values_render_as_json() -> None:
+    """A list or model value is rendered as JSON, not as a Python repr."""
+    rec = Recorder("ok")
+    system = TaskSystem(model=rec.model)
+    system.models.register(Contact)
+    system.register(
+        Template(
+            name="t",
+            params={"items": "list[int]", "who": "Contact", "flag": "bool"},
+            instructions="{{items}} {{who}} {{who.name}} {{flag}}",
+        )
+    )
+    result = system.execute("t", {"items": [1, 2], "who": {"name": "Ann"}, "flag": True})
+    assert result.ok
+    assert '[1,2] {"name":"Ann","email":null} Ann true' == user_text(rec.calls[0][0])
+
+
+def test_missing_required_input_fails_naming_the_param() -> None:
+    """A missing required parameter is an input_validation_failure naming it; no model call is made."""
+    rec = Recorder()
+    result = make_system(rec).execute("extract", {})
+    assert TaskStatus.FAILED == result.status
+    assert result.error is not None
+    assert FailureReason.INPUT_VALIDATION_FAILURE == result.error.reason
+    assert "missing required parameter 'text'" in result.error.message
+    assert ["text"] == result.error.details["params"]
+    assert [] == rec.calls
+
+
+def test_unknown_input_is_rejected_with_a_suggestion() -> None:
+    """An unknown parameter name is rejected, with the near declared name suggested."""
+    result = make_system(Recorder()).execute("extract", {"text": "a", "localee": "fr"})
+    assert result.error is not None
+    assert FailureReason.INPUT_VALIDATION_FAILURE == result.error.reason
+    assert "unknown parameter 'localee'. Did you mean 'locale'?" in result.error.message
+
+
+def test_inputs_are_coerced_as_pydantic_does() -> None:
+    """A numeric string for an int parameter is coerced; a non-number fails naming the parameter."""
+    rec = Recorder("fine", "unused")
+    system = TaskSystem(model=rec.model)
+    system.register(Template(name="n", params={"count": "int"}, instructions="{{count}}"))
+    assert system.execute("n", {"count": "3"}).ok
+    assert "3" == user_text(rec.calls[0][0])
+    bad = system.execute("n", {"count": "three"})
+    assert bad.error is not None
+    assert "parameter 'count'" in bad.error.message
+
+
+def test_template_not_found_suggests_near_names() -> None:
+    """An unknown template name is a FAILED template_not_found with near names."""
+    result = make_system(Recorder()).execute("extrct", {})
+    assert result.error is not None
+    assert FailureReason.TEMPLATE_NOT_FOUND == result.error.reason
+    assert "Did you mean 'extract'?" in result.error.message
+    assert ["extract"] == result.error.details["suggestions"]
+
+
+def test_invalid_answer_is_retried_with_feedback_and_the_ledger_keeps_both() -> None:
+    """An answer that fails validation is sent back; the ledger holds the bad raw output and its errors."""
+    rec = Recorder(("args", '{"email": "x@y.z"}'), {"name": "Ann"})
+    result = make_system(rec).execute("extract", {"text": "Ann"})
+    assert result.ok
+    assert 2 == len(result.notes.attempts)
+    first, second = result.notes.attempts
+    assert '{"email": "x@y.z"}' == first.raw_output
+    assert first.errors is not None
+    assert ["name"] == first.errors[0]["loc"]
+    assert second.valid
+    assert 2 == result.notes.usage.requests
+
+
+def test_exhausted_retries_fail_with_every_raw_output_kept() -> None:
+    """After the last retry the task is FAILED output_validation_failure and every raw answer survives."""
+    rec = Recorder(("args", '{"label": "a", "score": 3}'), ("args", '{"label": "a", "score": -1}'))
+    system = make_system(rec, name="score", params={}, instructions="go", retries=1,
+                         output_format=OutputFormat(type="json", schema="Scored"))
+    result = system.execute("score")
+    assert result.error is not None
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == result.error.reason
+    assert ['{"label": "a", "score": 3}', '{"label": "a", "score": -1}'] == [
+        a.raw_output for a in result.notes.attempts
+    ]
+    assert all(a.errors for a in result.notes.attempts)
+    assert "score" in result.error.message
+    assert 2 == result.notes.usage.requests
+    assert result.notes.usage.input_tokens > 0
+    with pytest.raises(TaskFailedError) as raised:
+        result.unwrap()
+    assert raised.value.result is result
+
+
+def test_template_retries_set_how_many_times_the_model_is_re_asked() -> None:
+    """`retries: 3` allows four model calls before failing."""
+    rec = Recorder(*[("args", "{}")] * 4)
+    result = make_system(rec, retries=3).execute("extract", {"text": "t"})
+    assert result.error is not None
+    assert 4 == len(rec.calls)
+
+
+def test_text_templates_return_the_text() -> None:
+    """A template without a schema returns the model's text as both content and parsedContent."""
+    rec = Recorder("Hello, Ann!")
+    system = TaskSystem(model=rec.model)
+    system.register(Template(name="greet", params={"who": "str"}, instructions="Greet {{who}}"))
+    result = system.execute("greet", {"who": "Ann"})
+    assert "Hello, Ann!" == result.unwrap()
+    assert "Hello, Ann!" == result.content
+    assert "text" == result.notes.output_mode
+
+
+def test_agents_are_cached_across_calls() -> None:
+    """Repeated calls of the same template on the same model reuse one Agent."""
+    rec = Recorder({"name": "a"}, {"name": "b"}, {"name": "c"})
+    system = make_system(rec)
+    for _ in range(3):
+        assert system.execute("extract", {"text": "x"}).ok
+    assert 1 == system.manager.agent_count()
+
+
+def test_subtask_request_runs_like_a_name_and_inputs() -> None:
+    """A SubtaskRequest carries the name and inputs of a task."""
+    rec = Recorder({"name": "Zed"})
+    result = make_system(rec).execute(SubtaskRequest(name="extract", inputs={"text": "Zed"}))
+    assert Contact(name="Zed") == result.unwrap()
+
+
+def test_expect_types_the_result_and_checks_the_declared_class() -> None:
+    """`expect=Contact` gives a TaskResult[Contact]; a mismatched class fails as configuration_error."""
+    rec = Recorder({"name": "Typed"})
+    system = make_system(rec)
+    result = system.execute("extract", {"text": "x"}, expect=Contact)
+    assert_type(result, TaskResult[Contact])
+    assert "Typed" == result.unwrap().name
+    wrong = system.execute("extract", {"text": "x"}, expect=Scored)
+    assert wrong.error is not None
+    assert FailureReason.CONFIGURATION_ERROR == wrong.error.reason
+    assert "answers Contact" in wrong.error.message
+
+
+def test_execute_async_uses_the_same_path() -> None:
+    """`execute_async` returns the same validated instance as `execute`."""
+    rec = Recorder({"name": "Async"})
+    system = make_system(rec)
+    result = asyncio.run(system.execute_async("extract", {"text": "x"}))
+    assert Contact(name="Async") == result.unwrap()
+
+
+def test_usage_limit_exceeded_keeps_the_ledger() -> None:
+    """A request limit ends the task FAILED usage_limit_exceeded, with the answers so far."""
+    rec = Recorder(("args", "{}"), ("args", "{}"), ("args", "{}"))
+    system = make_system(rec, retries=5, limits={"requests": 2})
+    result = system.execute("extract", {"text": "t"})
+    assert result.error is not None
+    assert FailureReason.USAGE_LIMIT_EXCEEDED == result.error.reason
+    assert 2 == len(result.notes.attempts)
+
+
+def test_notes_record_template_model_and_duration() -> None:
+    """Notes name the template, the model and where the model choice came from."""
+    rec = Recorder({"name": "n"})
+    result = make_system(rec).execute("extract", {"text": "x"})
+    assert "extract" == result.notes.template
+    assert "function:recorder" == result.notes.model
+    assert "system" == result.notes.model_source
+    assert "tool" == result.notes.output_mode
+    assert result.notes.duration_ms > 0

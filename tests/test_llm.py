@@ -1,0 +1,91 @@
+"""LLMInteractionManager: every pydantic-ai outcome mapped, logs per task and attempt."""
+
+from __future__ import annotations
+
+import structlog
+from pydantic import BaseModel
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template
+from tests.helpers import Recorder
+
+
+class Item(BaseModel):
+    name: str
+    qty: int
+
+
+def system_for(model: object, mode: OutputMode = OutputMode.TOOL) -> TaskSystem:
+    system = TaskSystem(model=model)  # type: ignore[arg-type]  # FunctionModel is a Model
+    system.models.register(Item)
+    system.register(
+        Template(name="item", instructions="give an item", system="sys",
+                 output_format=OutputFormat(type="json", schema="Item", mode=mode))
+    )
+    return system
+
+
+def test_prompted_mode_parses_text_json() -> None:
+    """In prompted mode the schema goes in the instructions and the text answer is parsed."""
+    rec = Recorder('{"name": "apple", "qty": 3}')
+    result = system_for(rec.model, OutputMode.PROMPTED).execute("item")
+    assert Item(name="apple", qty=3) == result.parsedContent
+    _, info = rec.calls[0]
+    assert [] == info.output_tools
+    assert info.instructions is not None and "sys" in info.instructions
+    assert "prompted" == result.notes.output_mode
+
+
+def test_native_mode_asks_for_native_structured_output() -> None:
+    """In native mode the request carries the JSON schema as the native output object."""
+    rec = Recorder('{"name": "pear", "qty": 1}')
+    result = system_for(rec.model, OutputMode.NATIVE).execute("item")
+    assert Item(name="pear", qty=1) == result.parsedContent
+    params = rec.calls[0][1].model_request_parameters
+    assert "native" == params.output_mode
+    assert params.output_object is not None
+    assert {"name", "qty"} == set(params.output_object.json_schema["properties"])
+
+
+def test_tool_mode_offers_the_schema_as_an_output_tool() -> None:
+    """In tool mode the schema is the parameters of the output tool."""
+    rec = Recorder({"name": "fig", "qty": 2})
+    system_for(rec.model).execute("item")
+    tools = rec.calls[0][1].output_tools
+    assert 1 == len(tools)
+    assert {"name", "qty"} == set(tools[0].parameters_json_schema["properties"])
+
+
+def test_unexpected_exception_in_model_is_a_failed_result() -> None:
+    """An exception inside the model call becomes FAILED unexpected_error, not a raise."""
+
+    def boom(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("kaboom")
+
+    result = system_for(FunctionModel(boom)).execute("item")
+    assert result.error is not None
+    assert FailureReason.UNEXPECTED_ERROR == result.error.reason
+    assert "RuntimeError" in result.error.message
+
+
+def test_missing_api_key_is_a_configuration_error_naming_the_variable() -> None:
+    """A real provider without its key fails as configuration_error naming the env variable."""
+    system = system_for("openai-chat:gpt-4o-mini")
+    result = system.execute("item")
+    assert result.error is not None
+    assert FailureReason.CONFIGURATION_ERROR == result.error.reason
+    assert "OPENAI_API_KEY" in result.error.message
+
+
+def test_logs_one_event_per_task_and_attempt() -> None:
+    """structlog events: task_started, one task_attempt per model call, task_completed."""
+    rec = Recorder({"name": "x"}, {"name": "x", "qty": 1})
+    system = system_for(rec.model)
+    with structlog.testing.capture_logs() as logs:
+        system.execute("item")
+    events = [entry["event"] for entry in logs]
+    assert ["task_started", "task_attempt", "task_attempt", "task_completed"] == events
+    attempts = [entry for entry in logs if entry["event"] == "task_attempt"]
+    assert [False, True] == [entry["valid"] for entry in attempts]
+    assert all(entry["template"] == "item" for entry in logs)

@@ -1,0 +1,41 @@
+"""Model strings are checked against the providers pydantic-ai knows, without importing SDKs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from atomtask import ConfigurationError
+from atomtask.system.providers import check_model_string, known_providers
+
+
+def test_known_providers_include_the_common_ones() -> None:
+    """The derived list holds the providers users name most."""
+    assert {"openai", "openai-chat", "anthropic", "ollama", "groq", "google"} <= known_providers()
+
+
+@pytest.mark.parametrize("model", ["test", "openai-chat:gpt-4o-mini", "anthropic:claude-x", "ollama:llama3.2"])
+def test_valid_model_strings_pass(model: str) -> None:
+    """Known providers pass, whatever the model name."""
+    check_model_string(model, where="test")
+
+
+def test_unknown_provider_lists_known_ones() -> None:
+    """The message names the bad prefix, suggests a near one and lists the known providers."""
+    with pytest.raises(ConfigurationError) as raised:
+        check_model_string("antropic:claude", where="template 'x'")
+    assert "Did you mean 'anthropic'" in str(raised.value)
+    assert "Known providers:" in str(raised.value)
+
+
+def test_checking_does_not_import_provider_sdks() -> None:
+    """Checking model strings leaves the openai and anthropic SDKs unimported."""
+    code = (
+        "import sys; from atomtask.system.providers import check_model_string;"
+        "check_model_string('anthropic:claude-x', where='t'); check_model_string('openai-chat:x', where='t');"
+        "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "[]" == out.strip()

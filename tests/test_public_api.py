@@ -1,0 +1,72 @@
+"""The public API is exported from one place and does not change by accident."""
+
+from __future__ import annotations
+
+import atomtask
+
+EXPECTED = [
+    "AtomTaskError",
+    "AtomicTaskExecutor",
+    "Attempt",
+    "BaseHandler",
+    "ConfigurationError",
+    "DuplicateNameError",
+    "FailureReason",
+    "LLMInteractionManager",
+    "ModelChoice",
+    "ModelRegistry",
+    "OutputFormat",
+    "OutputMode",
+    "ParamSpec",
+    "SchemaError",
+    "SourceLocation",
+    "SubtaskRequest",
+    "TaskError",
+    "TaskFailedError",
+    "TaskNotes",
+    "TaskResult",
+    "TaskStatus",
+    "TaskSystem",
+    "Template",
+    "TemplateError",
+    "TemplateLimits",
+    "TemplateNotFoundError",
+    "TemplateRegistry",
+    "UsageError",
+    "UsageNotes",
+    "__version__",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    """`atomtask.__all__` is exactly the reviewed list, sorted."""
+    assert EXPECTED == atomtask.__all__
+    assert sorted(atomtask.__all__) == atomtask.__all__
+
+
+def test_every_exported_name_exists() -> None:
+    """Each name in `__all__` is importable from the package."""
+    missing = [name for name in atomtask.__all__ if not hasattr(atomtask, name)]
+    assert [] == missing
+
+
+def test_failure_reasons_are_the_documented_set() -> None:
+    """The fixed set of failure reasons callers branch on."""
+    assert {
+        "template_not_found",
+        "input_validation_failure",
+        "output_validation_failure",
+        "provider_error",
+        "usage_limit_exceeded",
+        "configuration_error",
+        "unexpected_error",
+    } == {reason.value for reason in atomtask.FailureReason}
+
+
+def test_usage_errors_and_run_failures_have_separate_roots() -> None:
+    """Usage errors derive from UsageError; TaskFailedError does not; all from AtomTaskError."""
+    for cls in (atomtask.TemplateError, atomtask.SchemaError, atomtask.ConfigurationError,
+                atomtask.DuplicateNameError, atomtask.TemplateNotFoundError):
+        assert issubclass(cls, atomtask.UsageError)
+    assert not issubclass(atomtask.TaskFailedError, atomtask.UsageError)
+    assert issubclass(atomtask.TaskFailedError, atomtask.AtomTaskError)
