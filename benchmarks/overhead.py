@@ -16,12 +16,11 @@ import statistics
 import time
 import tracemalloc
 
+from atomtask import OutputFormat, ParamSpec, TaskSystem, Template
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-from atomtask import OutputFormat, ParamSpec, TaskSystem, Template
 
 SYSTEM = "You are a careful data-entry clerk."
 TEXT = "Ada Lovelace, ada@example.com, Analytical Engines Ltd"
@@ -96,8 +95,10 @@ def main() -> None:
     print(f"bare pydantic-ai:     median {m_bare:8.1f} us")
     print(f"atomtask execute:     median {m_ours:8.1f} us")
     print(f"ratio (atomtask/bare): {m_ours / m_bare:.3f}x  (target <= 1.05x)")
-    print(f"peak traced memory over 200 runs: atomtask {ours_peak / 1024:.0f} KiB, bare {bare_peak / 1024:.0f} KiB, "
-          f"ratio {ours_peak / max(bare_peak, 1):.2f}x")
+    print(
+        f"peak traced memory over 200 runs: atomtask {ours_peak / 1024:.0f} KiB, bare {bare_peak / 1024:.0f} KiB, "
+        f"ratio {ours_peak / max(bare_peak, 1):.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -30,20 +30,33 @@ def _parser() -> argparse.ArgumentParser:
         description="Run atomic LLM tasks with typed, validated output.",
         epilog="Model: --model, else the template's, else $ATOMTASK_MODEL, else the embedded test model.",
     )
-    parser.add_argument("--log-format", choices=["auto", "console", "json"], default="auto",
-                        help="how log events are printed on stderr (default: console on a terminal)")
+    parser.add_argument(
+        "--log-format",
+        choices=["auto", "console", "json"],
+        default="auto",
+        help="how log events are printed on stderr (default: console on a terminal)",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log events (-v, -vv)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_templates(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--templates", action="append", metavar="PATH",
-                       help="template file or folder (repeatable; default: ./templates if present, "
-                            "else the shipped templates)")
+        p.add_argument(
+            "--templates",
+            action="append",
+            metavar="PATH",
+            help="template file or folder (repeatable; default: ./templates if present, else the shipped templates)",
+        )
 
     run = sub.add_parser("run", help="execute a template and print its validated output as JSON")
     run.add_argument("name", help="template name")
-    run.add_argument("-i", "--input", action="append", default=[], metavar="KEY=VALUE",
-                     help="an input: key=text, key=@file (the file's text), or key:=json (a JSON value)")
+    run.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an input: key=text, key=@file (the file's text), or key:=json (a JSON value)",
+    )
     run.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
     run.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
     run.add_argument("--result", action="store_true", help="print the whole TaskResult as JSON")

@@ -20,7 +20,13 @@ TEMPLATES = REPO / "templates"
 @pytest.fixture(autouse=True)
 def _clean_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test picks up a model or provider setting from the developer's shell."""
-    for name in ("ATOMTASK_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for name in (
+        "ATOMTASK_MODEL",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -6,8 +6,6 @@ import asyncio
 from typing import Any, assert_type
 
 import pytest
-from pydantic import BaseModel, Field
-
 from atomtask import (
     FailureReason,
     OutputFormat,
@@ -19,6 +17,8 @@ from atomtask import (
     TaskSystem,
     Template,
 )
+from pydantic import BaseModel, Field
+
 from tests.helpers import Recorder, user_text
 
 
@@ -149,8 +149,14 @@ def test_invalid_answer_is_retried_with_feedback_and_the_ledger_keeps_both() -> 
 def test_exhausted_retries_fail_with_every_raw_output_kept() -> None:
     """After the last retry the task is FAILED output_validation_failure and every raw answer survives."""
     rec = Recorder(("args", '{"label": "a", "score": 3}'), ("args", '{"label": "a", "score": -1}'))
-    system = make_system(rec, name="score", params={}, instructions="go", retries=1,
-                         output_format=OutputFormat(type="json", schema="Scored"))
+    system = make_system(
+        rec,
+        name="score",
+        params={},
+        instructions="go",
+        retries=1,
+        output_format=OutputFormat(type="json", schema="Scored"),
+    )
     result = system.execute("score")
     assert result.error is not None
     assert FailureReason.OUTPUT_VALIDATION_FAILURE == result.error.reason

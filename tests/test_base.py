@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.models.test import TestModel
-
 from atomtask import BaseHandler, ConfigurationError
 from atomtask.handlers.base import DEFAULT_MODEL_NOTICE
+from pydantic_ai.models.test import TestModel
 
 
 def test_call_beats_template_beats_system_beats_env_beats_default() -> None:

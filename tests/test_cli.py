@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from atomtask.cli import main
 
 
@@ -33,8 +32,19 @@ def test_run_reads_inputs_from_files_and_json(tmp_path: Path, templates_dir: Pat
     """`key=@file` reads the file's text and `key:=json` passes a JSON value."""
     doc = tmp_path / "doc.txt"
     doc.write_text("A long document.")
-    code, out, _ = run(["run", "summarize", "-i", f"document=@{doc}", "-i", "max_points:=3",
-                        "--templates", str(templates_dir), "--result"])
+    code, out, _ = run(
+        [
+            "run",
+            "summarize",
+            "-i",
+            f"document=@{doc}",
+            "-i",
+            "max_points:=3",
+            "--templates",
+            str(templates_dir),
+            "--result",
+        ]
+    )
     assert 0 == code
     result = json.loads(out)
     assert "COMPLETE" == result["status"]
@@ -85,8 +95,9 @@ def test_list_and_show(templates_dir: Path) -> None:
 
 def test_model_flag_rejects_unknown_providers(templates_dir: Path) -> None:
     """`--model` with an unknown provider exits 2 with a suggestion."""
-    code, _, err = run(["run", "summarize", "-i", "document=x", "--model", "opena-chat:x",
-                        "--templates", str(templates_dir)])
+    code, _, err = run(
+        ["run", "summarize", "-i", "document=x", "--model", "opena-chat:x", "--templates", str(templates_dir)]
+    )
     assert 2 == code
     assert "Did you mean 'openai-chat'" in err
 

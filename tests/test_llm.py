@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import structlog
+from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template
 from tests.helpers import Recorder
 
 
@@ -20,8 +20,12 @@ def system_for(model: object, mode: OutputMode = OutputMode.TOOL) -> TaskSystem:
     system = TaskSystem(model=model)  # type: ignore[arg-type]  # FunctionModel is a Model
     system.models.register(Item)
     system.register(
-        Template(name="item", instructions="give an item", system="sys",
-                 output_format=OutputFormat(type="json", schema="Item", mode=mode))
+        Template(
+            name="item",
+            instructions="give an item",
+            system="sys",
+            output_format=OutputFormat(type="json", schema="Item", mode=mode),
+        )
     )
     return system
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from atomtask import DuplicateNameError, SchemaError, TaskSystem, TemplateError
 from atomtask.system.loader import load_yaml_text
 

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from atomtask import ConfigurationError
 from atomtask.system.providers import check_model_string, known_providers
 

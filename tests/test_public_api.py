@@ -65,8 +65,13 @@ def test_failure_reasons_are_the_documented_set() -> None:
 
 def test_usage_errors_and_run_failures_have_separate_roots() -> None:
     """Usage errors derive from UsageError; TaskFailedError does not; all from AtomTaskError."""
-    for cls in (atomtask.TemplateError, atomtask.SchemaError, atomtask.ConfigurationError,
-                atomtask.DuplicateNameError, atomtask.TemplateNotFoundError):
+    for cls in (
+        atomtask.TemplateError,
+        atomtask.SchemaError,
+        atomtask.ConfigurationError,
+        atomtask.DuplicateNameError,
+        atomtask.TemplateNotFoundError,
+    ):
         assert issubclass(cls, atomtask.UsageError)
     assert not issubclass(atomtask.TaskFailedError, atomtask.UsageError)
     assert issubclass(atomtask.TaskFailedError, atomtask.AtomTaskError)

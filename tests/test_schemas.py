@@ -1,8 +1,5 @@
 """Tests for named schemas declared in configuration and the classes `build_models` makes of them."""
 
-# STYLE.md asks for `expected == actual`, which ruff's SIM300 (Yoda conditions) flags.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import datetime
@@ -301,10 +298,7 @@ def test_reference_to_a_known_python_class() -> None:
     )
     instance = person.model_validate({"home": {"city": "Oslo"}})
     assert Address(city="Oslo") == instance.home  # type: ignore[attr-defined]  # built at runtime
-    assert (
-        "A postal address (a user's Python model)."
-        == person.model_json_schema()["$defs"]["Address"]["description"]
-    )
+    assert "A postal address (a user's Python model)." == person.model_json_schema()["$defs"]["Address"]["description"]
 
 
 def test_batch_names_take_precedence_over_known() -> None:
@@ -339,9 +333,7 @@ def test_same_definitions_give_the_same_classes() -> None:
         return build_models(
             [
                 located(
-                    schema(
-                        "Tree", FieldDef(name="kids", type="list[Tree]"), FieldDef(name="at", type="Address")
-                    ),
+                    schema("Tree", FieldDef(name="kids", type="list[Tree]"), FieldDef(name="at", type="Address")),
                     3,
                 ),
                 schema("Forest", FieldDef(name="trees", type="list[ Tree ]")),

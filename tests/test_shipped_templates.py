@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
-
 from atomtask import TaskSystem
 from atomtask.task_system import bundled_templates_path
+from pydantic import BaseModel
+
 from tests.helpers import Recorder, user_text
 
 
@@ -29,7 +29,7 @@ def test_extract_contact(system: TaskSystem) -> None:
     result = system.execute("extract_contact", {"text": "Grace Hopper, US Navy, grace@navy.mil"}, model=rec.model)
     contact = result.unwrap()
     assert system.models.get("Contact") is type(contact)
-    assert "grace@navy.mil" == getattr(contact, "email")
+    assert "grace@navy.mil" == contact.email
     assert "locale en" in user_text(rec.calls[0][0])
 
 
@@ -41,7 +41,7 @@ def test_classify_ticket_rejects_out_of_set_categories(system: TaskSystem) -> No
     )
     result = system.execute("classify_ticket", {"subject": "Double charge", "body": "Charged twice"}, model=rec.model)
     ticket = result.unwrap()
-    assert ("billing", 0.9) == (getattr(ticket, "category"), getattr(ticket, "confidence"))
+    assert ("billing", 0.9) == (ticket.category, ticket.confidence)
     errors = result.notes.attempts[0].errors or []
     assert {"category", "confidence"} == {e["loc"][0] for e in errors if isinstance(e, dict)}
 
@@ -52,7 +52,7 @@ def test_summarize_renders_the_int_default(system: TaskSystem) -> None:
     result = system.execute("summarize", {"document": "Some text."}, model=rec.model)
     summary = result.unwrap()
     assert isinstance(summary, BaseModel)
-    assert ["a", "b"] == getattr(summary, "key_points")
+    assert ["a", "b"] == summary.key_points
     assert "at most 5 key points" in user_text(rec.calls[0][0])
 
 

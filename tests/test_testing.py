@@ -1,7 +1,5 @@
 """Tests for `atomtask.testing`: the fake provider server and the scripted `FunctionModel`."""
 
-# ruff: noqa: SIM300  # The house style (STYLE.md) writes asserts as `expected == actual`.
-
 from __future__ import annotations
 
 import asyncio
@@ -297,9 +295,7 @@ async def test_disconnect_raises_connection_error(server: FakeProviderServer, wi
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("wire", ["openai", "anthropic-json"])
-async def test_truncated_body_raises_connection_error(
-    server: FakeProviderServer, wire: Wire, streamed: bool
-) -> None:
+async def test_truncated_body_raises_connection_error(server: FakeProviderServer, wire: Wire, streamed: bool) -> None:
     """A body cut off midway, streamed or not, surfaces as `ModelConnectionError`, not a short answer."""
     server.script(Reply.truncated_stream("A long answer that never finishes."))
     agent = Agent(model_for(server, wire))
@@ -349,9 +345,7 @@ async def test_streamed_output_failure_is_not_retried(server: FakeProviderServer
 
 
 @pytest.mark.parametrize("wire", WIRES)
-async def test_exhausted_script_answers_500_without_sdk_retries(
-    server: FakeProviderServer, wire: Wire
-) -> None:
+async def test_exhausted_script_answers_500_without_sdk_retries(server: FakeProviderServer, wire: Wire) -> None:
     """With no reply left the server answers 500 "no scripted reply left", which the SDKs don't retry."""
     with pytest.raises(ModelHTTPError) as raised:
         await Agent(model_for(server, wire, max_retries=2)).run("Hi")
@@ -381,9 +375,7 @@ def test_unknown_path_answers_404_and_keeps_the_script(server: FakeProviderServe
 # --- Environment wiring ---------------------------------------------------------------------------------
 
 
-async def test_openai_environment_reaches_server(
-    server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_openai_environment_reaches_server(server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """`OPENAI_BASE_URL` and an `openai-chat:` model string reach the fake server."""
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
@@ -454,9 +446,7 @@ async def test_scripted_function_reply_sees_the_request() -> None:
     """A function reply builds its own response from the messages and `AgentInfo`."""
 
     def echo(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(
-            parts=[TextPart(f"{len(messages)} message(s), instructions {info.instructions!r}")]
-        )
+        return ModelResponse(parts=[TextPart(f"{len(messages)} message(s), instructions {info.instructions!r}")])
 
     result = await Agent(scripted_model(echo), instructions="Be brief.").run("Hi")
     assert "1 message(s), instructions 'Be brief.'" == result.output

@@ -1,8 +1,5 @@
 """Tests for type strings: parsing, rendering, references and annotations."""
 
-# STYLE.md asks for `expected == actual`, which ruff's SIM300 (Yoda conditions) flags.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import datetime
@@ -189,9 +186,7 @@ def test_to_annotation(text: str, expected: Any) -> None:
 
 def test_annotation_validates_dates_and_references() -> None:
     """The annotation validates with Pydantic: ISO strings become dates, mappings become models."""
-    annotation = to_annotation(
-        parse_type("dict[str, list[date | Contact]]"), {"Contact": Contact}.__getitem__
-    )
+    annotation = to_annotation(parse_type("dict[str, list[date | Contact]]"), {"Contact": Contact}.__getitem__)
     value = TypeAdapter(annotation).validate_python({"a": ["2024-05-01", {"name": "Ann"}]})
     assert {"a": [datetime.date(2024, 5, 1), Contact(name="Ann")]} == value
 
@@ -333,9 +328,7 @@ def test_token_soup_parses_or_raises_schema_error(text: str) -> None:
     _check_total(text)
 
 
-_NAMES = st.from_regex(r"[A-Z][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda n: n not in BUILTIN_TYPE_NAMES
-)
+_NAMES = st.from_regex(r"[A-Z][A-Za-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in BUILTIN_TYPE_NAMES)
 _VALUES = st.one_of(
     st.text(max_size=8),
     st.integers(-(10**20), 10**20),

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 import structlog
-from pydantic import ValidationError
-
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.system.checks import CompiledTemplate
@@ -23,6 +21,7 @@ from atomtask.system.errors import TemplateNotFoundError, UsageError, did_you_me
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system.template_registry import TemplateRegistry
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -175,9 +174,7 @@ class AtomicTaskExecutor:
         try:
             choice = self.manager.handler.choose_model(call=model, template=template.model)
         except UsageError as exc:
-            return _failed(
-                name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message)
-            )
+            return _failed(name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message))
         if choice.notice is not None and not self._default_notice_logged:
             self._default_notice_logged = True
             log.info("default_model_used", notice=choice.notice)
@@ -213,9 +210,7 @@ class AtomicTaskExecutor:
                 attempts=len(outcome.attempts),
                 model=call.model.label,
             )
-            return TaskResult[Any](
-                status=TaskStatus.FAILED, content=outcome.content, notes=notes, error=outcome.error
-            )
+            return TaskResult[Any](status=TaskStatus.FAILED, content=outcome.content, notes=notes, error=outcome.error)
         log.info(
             "task_completed",
             template=call.template,

@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel
-
 from atomtask.system.templates import Placeholder
+from pydantic import BaseModel
 
 __all__ = ["RenderError", "render"]
 

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 import attrs
-
 from atomtask.system.errors import ConfigurationError
 from atomtask.system.providers import check_model_string, provider_of
 
@@ -113,9 +112,7 @@ class BaseHandler:
             from pydantic_ai.models.openai import OpenAIChatModel
             from pydantic_ai.providers.openai import OpenAIProvider
         except ImportError as exc:
-            raise ConfigurationError(
-                "A `base_url` needs the OpenAI SDK: `pip install 'atomtask[openai]'`."
-            ) from exc
+            raise ConfigurationError("A `base_url` needs the OpenAI SDK: `pip install 'atomtask[openai]'`.") from exc
         # Local servers usually ignore the key, but the SDK insists on one.
         api_key = self._environ.get("OPENAI_API_KEY") or "not-needed"
         provider = OpenAIProvider(base_url=self.base_url, api_key=api_key)

@@ -18,26 +18,24 @@ from typing import Any
 import attrs
 import pydantic_core
 import structlog
-from pydantic import BaseModel
-from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
-from pydantic_ai.exceptions import (
-    ModelAPIError,
-    ModelHTTPError,
-    UnexpectedModelBehavior,
-    UsageLimitExceeded,
-    UserError,
-)
-from pydantic import ValidationError
-from pydantic_ai.exceptions import ToolRetryError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.usage import UsageLimits
-
 from atomtask.handlers.base import BaseHandler, ModelChoice
 from atomtask.handlers.redact import redact
 from atomtask.system.errors import UsageError
 from atomtask.system.providers import API_KEY_ENV, provider_of
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
 from atomtask.system.templates import OutputMode, TemplateLimits
+from pydantic import BaseModel, ValidationError
+from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    ToolRetryError,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UserError,
+)
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.usage import UsageLimits
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
@@ -288,9 +286,7 @@ def _attempts(messages: Sequence[ModelMessage]) -> list[Attempt]:
                     model=message.model_name,
                     raw_output=raw,
                     tool_name=tool,
-                    usage=UsageNotes(
-                        requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
-                    ),
+                    usage=UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
                 )
             )
         elif isinstance(message, ModelRequest) and attempts:
@@ -328,7 +324,11 @@ def _errors(contents: Sequence[Any]) -> list[dict[str, Any]]:
             collected.append({"type": "retry", "loc": [], "msg": str(content)})
             continue
         for err in content:
-            item = {"type": err.get("type", "error"), "loc": list(err.get("loc", ())), "msg": err.get("msg", "")}
+            item = {
+                "type": err.get("type", "error"),
+                "loc": list(err.get("loc", ())),
+                "msg": err.get("msg", ""),
+            }
             if "input" in err:
                 item["input"] = pydantic_core.to_jsonable_python(err["input"], fallback=repr)
             collected.append(item)

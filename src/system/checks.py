@@ -10,17 +10,16 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, Required
 
 import attrs
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import NotRequired, Required, TypedDict
-
 from atomtask.system import types as type_strings
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
 from atomtask.system.model_registry import ModelRegistry
 from atomtask.system.providers import check_model_string
 from atomtask.system.templates import OutputMode, Placeholder, Template, find_placeholders
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 __all__ = ["CompiledTemplate", "compile_template"]
 
@@ -47,9 +46,7 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
     where = f"template {template.name!r}"
     if template.model is not None:
         check_model_string(template.model, where=where, location=template.location_of("model"))
-    annotations = {
-        name: _param_annotation(template, name, spec.type, models) for name, spec in template.params.items()
-    }
+    annotations = {name: _param_annotation(template, name, spec.type, models) for name, spec in template.params.items()}
     defaults = _check_defaults(template, annotations)
     system_ph = _check_placeholders(template, "system", annotations) if template.system else []
     instr_ph = _check_placeholders(template, "instructions", annotations)
@@ -79,9 +76,7 @@ def _resolve_schema_ref(ref: str, models: ModelRegistry) -> type[BaseModel]:
 
 
 def _prefixed(exc: UsageError, prefix: str, location: SourceLocation | None) -> UsageError:
-    return type(exc)(
-        prefix + exc.message, location=exc.location or location, suggestions=exc.suggestions
-    )
+    return type(exc)(prefix + exc.message, location=exc.location or location, suggestions=exc.suggestions)
 
 
 def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[str, Any]:

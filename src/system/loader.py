@@ -13,11 +13,10 @@ from typing import Any
 
 import attrs
 import yaml
-from pydantic import ValidationError
-
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
 from atomtask.system.schemas import SchemaDef
 from atomtask.system.templates import Template, TextOrigin
+from pydantic import ValidationError
 
 __all__ = ["Declarations", "load_paths", "load_yaml_text"]
 
@@ -126,9 +125,7 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
     node = loader.nodes.get(id(doc)) if isinstance(doc, dict) else None
     location = node.start if node is not None else SourceLocation(file=file)
     if not isinstance(doc, dict):
-        raise TemplateError(
-            f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location
-        )
+        raise TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
     if set(doc) <= {"templates", "schemas"} and doc:
         for key in ("schemas", "templates"):
             items = doc.get(key) or []

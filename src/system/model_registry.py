@@ -6,9 +6,8 @@ import threading
 from collections.abc import Iterator
 from typing import TypeVar
 
-from pydantic import BaseModel
-
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
+from pydantic import BaseModel
 
 __all__ = ["ModelRegistry"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Generic, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from atomtask.system.errors import TaskFailedError
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Attempt",
@@ -120,7 +119,7 @@ class TaskResult(BaseModel, Generic[T]):
 
     status: TaskStatus
     content: str | None = None
-    parsedContent: T | None = None  # noqa: N815 - the public name callers rely on
+    parsedContent: T | None = None
     notes: TaskNotes
     error: TaskError | None = None
 

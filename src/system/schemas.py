@@ -233,11 +233,7 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> _
     label = f"field {spec.name!r} of schema {schema!r}"
     name = spec.name
     if not name.isidentifier() or name.startswith("_"):
-        why = (
-            "starts with '_', which Pydantic treats as private"
-            if name.startswith("_")
-            else "is not an identifier"
-        )
+        why = "starts with '_', which Pydantic treats as private" if name.startswith("_") else "is not an identifier"
         raise SchemaError(
             f"Field name {name!r} in schema {schema!r} {why}; use letters, digits and underscores, "
             "starting with a letter (e.g. 'first_name').",
@@ -252,18 +248,10 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> _
     try:
         expr = parse_type(spec.type, location=where)
     except SchemaError as exc:
-        raise SchemaError(
-            f"In {label}: {exc.message}", location=exc.location, suggestions=exc.suggestions
-        ) from None
+        raise SchemaError(f"In {label}: {exc.message}", location=exc.location, suggestions=exc.suggestions) from None
     expr = _apply_enum(spec, expr, label, where)
     base = expr.inner if isinstance(expr, OptionalType) else expr
-    kind = (
-        _KINDS.get(base.name)
-        if isinstance(base, ScalarType)
-        else "items"
-        if isinstance(base, ListType)
-        else None
-    )
+    kind = _KINDS.get(base.name) if isinstance(base, ScalarType) else "items" if isinstance(base, ListType) else None
     for group, (options, what) in _APPLIES.items():
         for option in options:
             if getattr(spec, option) is not None and group != kind:

@@ -11,9 +11,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import attrs
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
-
 from atomtask.system.errors import SourceLocation
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "OutputFormat",
@@ -182,8 +181,7 @@ class Template(BaseModel):
     def _valid_name(cls, value: str) -> str:
         if not _NAME_RE.match(value):
             raise ValueError(
-                f"template name {value!r} must start with a letter or `_` and contain only letters, "
-                "digits, `_` and `-`"
+                f"template name {value!r} must start with a letter or `_` and contain only letters, digits, `_` and `-`"
             )
         return value
 
@@ -210,9 +208,7 @@ class Template(BaseModel):
         """Where this template was declared, when it came from a file or source text."""
         return self._location
 
-    def located(
-        self, location: SourceLocation | None, origins: dict[str, TextOrigin] | None = None
-    ) -> Template:
+    def located(self, location: SourceLocation | None, origins: dict[str, TextOrigin] | None = None) -> Template:
         """Attach its source location (and where its text fields start); returns `self`."""
         self._location = location
         if origins:

@@ -288,9 +288,7 @@ class _Parser:
             flat.extend(option.options if isinstance(option, UnionType) else [option])
         expr = flat[0] if len(flat) == 1 else UnionType(options=tuple(flat))
         if none_word is not None:
-            fix = (
-                self.text[:start] + str(OptionalType(inner=expr)) + self.text[self.tokens[self.pos - 1].end :]
-            )
+            fix = self.text[:start] + str(OptionalType(inner=expr)) + self.text[self.tokens[self.pos - 1].end :]
             self.fail(f"write `T?` rather than `T | {none_word.text}`", none_word.start, fixes=[fix])
         return expr
 
@@ -348,9 +346,7 @@ class _Parser:
         if name == "literal":
             self.fail('`literal` needs values, e.g. `literal["a", "b"]`', token.start)
         if name in _NONE_WORDS:
-            self.fail(
-                f"{name!r} is not a type here; write `T?` for an optional `T` (e.g. `str?`)", token.start
-            )
+            self.fail(f"{name!r} is not a type here; write `T?` for an optional `T` (e.g. `str?`)", token.start)
         if name in _BOOL_WORDS:
             self.fail(f"{name!r} is a value, not a type; write `literal[{name.lower()}]`", token.start)
         return SchemaRef(name=name, span=(token.start, token.end))
@@ -365,9 +361,7 @@ class _Parser:
                 self.bad_generic(head, opener)
             if self.at_punct("]"):
                 example = "list[str]" if head.text == "list" else "dict[str, int]"
-                self.fail(
-                    f"`{head.text}[]` is empty; give the type arguments, e.g. `{example}`", opener.start
-                )
+                self.fail(f"`{head.text}[]` is empty; give the type arguments, e.g. `{example}`", opener.start)
             key_start = self.peek().start
             args = [self.union()]
             while self.at_punct(","):
@@ -380,11 +374,7 @@ class _Parser:
                 self.fail(
                     f"`list` takes one item type, got {len(args)}; for mixed items write `list[{joined}]`",
                     head.start,
-                    fixes=[
-                        self.text[: head.start]
-                        + f"list[{joined}]"
-                        + self.text[self.tokens[self.pos - 1].end :]
-                    ],
+                    fixes=[self.text[: head.start] + f"list[{joined}]" + self.text[self.tokens[self.pos - 1].end :]],
                 )
             return ListType(item=args[0])
         if len(args) != 2:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import attrs
 
 if TYPE_CHECKING:
+    import httpx2
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.settings import ModelSettings
@@ -95,9 +96,7 @@ class DelayedReply:
     reply: ServerReply
 
 
-ServerReply: TypeAlias = (
-    TextReply | ToolCallReply | ErrorReply | DisconnectReply | TruncatedStreamReply | DelayedReply
-)
+ServerReply: TypeAlias = TextReply | ToolCallReply | ErrorReply | DisconnectReply | TruncatedStreamReply | DelayedReply
 """Anything `FakeProviderServer.script()` accepts."""
 
 
@@ -129,9 +128,7 @@ class Reply:
         code: str | None = None,
     ) -> ErrorReply:
         """An HTTP error `status` with a provider-shaped body carrying `message`."""
-        return ErrorReply(
-            status=status, message=message, headers=dict(headers or {}), error_type=error_type, code=code
-        )
+        return ErrorReply(status=status, message=message, headers=dict(headers or {}), error_type=error_type, code=code)
 
     @staticmethod
     def disconnect() -> DisconnectReply:
@@ -293,7 +290,7 @@ class FakeProviderServer:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=self.openai_base_url, api_key="test-key")
+        provider = OpenAIProvider(base_url=self.openai_base_url, api_key="test-key", http_client=_http_client())
         return OpenAIChatModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
 
     def anthropic_model(
@@ -307,7 +304,7 @@ class FakeProviderServer:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(base_url=self.anthropic_base_url, api_key="test-key")
+        provider = AnthropicProvider(base_url=self.anthropic_base_url, api_key="test-key", http_client=_http_client())
         return AnthropicModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
 
     # Called from handler threads
@@ -390,17 +387,11 @@ class FakeProviderServer:
                     return
                 model = str(body.get("model", "fake-model"))
                 if body.get("stream") is True:
-                    events = (
-                        _openai_events(answer, model)
-                        if wire == "openai"
-                        else _anthropic_events(answer, model)
-                    )
+                    events = _openai_events(answer, model) if wire == "openai" else _anthropic_events(answer, model)
                     _send_stream(handler, events, truncate=isinstance(reply, TruncatedStreamReply))
                 else:
                     payload = (
-                        _openai_completion(answer, model)
-                        if wire == "openai"
-                        else _anthropic_message(answer, model)
+                        _openai_completion(answer, model) if wire == "openai" else _anthropic_message(answer, model)
                     )
                     _send_json(handler, 200, payload, truncate=isinstance(reply, TruncatedStreamReply))
 
@@ -426,9 +417,7 @@ class FakeProviderServer:
             arguments = reply.args if isinstance(reply.args, str) else json.dumps(dict(reply.args))
             usage = reply.usage or _estimated_usage(raw_size, arguments)
             return _Answer(reply_id=reply_id, text=None, tool_name=name, arguments=arguments, usage=usage)
-        usage = (reply.usage if isinstance(reply, TextReply) else None) or _estimated_usage(
-            raw_size, reply.text
-        )
+        usage = (reply.usage if isinstance(reply, TextReply) else None) or _estimated_usage(raw_size, reply.text)
         return _Answer(reply_id=reply_id, text=reply.text, tool_name=None, arguments=None, usage=usage)
 
 
@@ -508,6 +497,18 @@ def _final(status: int, message: str) -> ErrorReply:
     return ErrorReply(
         status=status, message=message, headers={"x-should-retry": "false"}, error_type="fake_server_error"
     )
+
+
+def _http_client() -> httpx2.AsyncClient:
+    """pydantic-ai's default client, minus the ~30 ms of loading CA certificates that plain HTTP never uses.
+
+    The server closes every connection after its answer, so the client pools nothing: it needs no closing
+    and can serve any event loop, which is what pydantic-ai otherwise manages for a client it creates.
+    """
+    import httpx2
+    from pydantic_ai.models import create_async_httpx2_client
+
+    return create_async_httpx2_client(transport=httpx2.AsyncHTTPTransport(verify=False))
 
 
 def _with_retries(max_retries: int, settings: ModelSettings | None) -> ModelSettings:
@@ -609,9 +610,7 @@ def _openai_events(answer: _Answer, model: str) -> list[str]:
         events.append(chunk({}, "stop"))
     else:
         call = {"index": 0, "id": f"call_{answer.reply_id}", "type": "function"}
-        events.append(
-            chunk({"tool_calls": [{**call, "function": {"name": answer.tool_name, "arguments": ""}}]})
-        )
+        events.append(chunk({"tool_calls": [{**call, "function": {"name": answer.tool_name, "arguments": ""}}]}))
         events += [
             chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
             for piece in _pieces(answer.arguments or "")
@@ -662,9 +661,7 @@ def _anthropic_events(answer: _Answer, model: str) -> list[str]:
         deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(answer.text or "")]
     else:
         block = {"type": "tool_use", "id": f"toolu_{answer.reply_id}", "name": answer.tool_name, "input": {}}
-        deltas = [
-            {"type": "input_json_delta", "partial_json": piece} for piece in _pieces(answer.arguments or "")
-        ]
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in _pieces(answer.arguments or "")]
     stop_reason = "end_turn" if answer.tool_name is None else "tool_use"
     return [
         event({"type": "message_start", "message": start}),

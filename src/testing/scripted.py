@@ -100,9 +100,7 @@ class ScriptedModel(FunctionModel):
         self.calls.append(ScriptedCall(messages=list(messages), info=info))
         return _response(reply, messages, info)
 
-    async def _stream(
-        self, messages: list[ModelMessage], info: AgentInfo
-    ) -> AsyncIterator[str | DeltaToolCalls]:
+    async def _stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         response = await self._respond(messages, info)
         for index, part in enumerate(response.parts):
             if isinstance(part, TextPart):
@@ -112,9 +110,7 @@ class ScriptedModel(FunctionModel):
                 delta = DeltaToolCall(part.tool_name, part.args_as_json_str(), tool_call_id=part.tool_call_id)
                 yield {index: delta}
             else:
-                raise ScriptError(
-                    f"A scripted stream can hold text and tool calls only, not {type(part).__name__!r}."
-                )
+                raise ScriptError(f"A scripted stream can hold text and tool calls only, not {type(part).__name__!r}.")
 
 
 def scripted_model(*replies: ScriptedReply, model_name: str = "scripted") -> ScriptedModel:
@@ -130,9 +126,7 @@ def _response(reply: ScriptedReply, messages: list[ModelMessage], info: AgentInf
             response = ModelResponse(parts=[TextPart(text)])
         case ToolCallReply(args=args, name=name, usage=usage):
             tool_name = name or _first_tool(info)
-            response = ModelResponse(
-                parts=[ToolCallPart(tool_name, args if isinstance(args, str) else dict(args))]
-            )
+            response = ModelResponse(parts=[ToolCallPart(tool_name, args if isinstance(args, str) else dict(args))])
         case Mapping():
             return ModelResponse(parts=[ToolCallPart(_first_tool(info), dict(reply))])
         case _:
