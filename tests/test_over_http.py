@@ -65,7 +65,7 @@ def test_anthropic_model_string_via_environment(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     server.script(Reply.tool_call(args=CONTACT))
-    result = system.execute("extract_contact", {"text": "Ada"}, model="anthropic:claude-sonnet-4-5")
+    result = system.execute("extract_contact", {"text": "Ada"}, model="anthropic:claude-haiku-4-5")
     assert "ada@example.com" == result.unwrap().email
     body = server.requests[0].body
     assert "careful data-entry clerk" in str(body.get("system"))

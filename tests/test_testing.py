@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +27,7 @@ from atomtask.testing import (
     scripted_model,
 )
 from pydantic import BaseModel
-from pydantic_ai import Agent, RunContext
+from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
     ModelAuthenticationError,
     ModelConnectionError,
@@ -59,8 +61,10 @@ def server() -> Iterator[FakeProviderServer]:
         yield server
 
 
-def model_for(server: FakeProviderServer, wire: Wire, *, max_retries: int = 0, **settings: Any) -> Model:
-    model_settings = ModelSettings(**settings)
+def model_for(
+    server: FakeProviderServer, wire: Wire, *, max_retries: int = 0, settings: ModelSettings | None = None
+) -> Model:
+    model_settings = ModelSettings(**(settings or {}))
     if wire == "openai":
         return server.openai_chat_model(max_retries=max_retries, settings=model_settings)
     if wire == "anthropic-json":
@@ -104,7 +108,7 @@ def test_import_loads_no_provider_sdk() -> None:
 
 
 def test_server_lifecycle() -> None:
-    """`base_url` needs a running server, `close()` is idempotent, and a closed server can't restart."""
+    """`base_url` needs a running server; `close()` frees the port and threads, is idempotent, and is final."""
     server = FakeProviderServer()
     with pytest.raises(RuntimeError, match="not running"):
         _ = server.base_url
@@ -112,8 +116,12 @@ def test_server_lifecycle() -> None:
     assert server.base_url.startswith("http://127.0.0.1:")
     assert f"{server.base_url}/v1" == server.openai_base_url
     assert server.base_url == server.anthropic_base_url
+    port = int(server.base_url.rsplit(":", 1)[1])
     server.close()
     server.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    assert [] == [thread for thread in threading.enumerate() if thread.name == "fake-provider"]
     with pytest.raises(RuntimeError, match="closed"):
         server.start()
 
@@ -176,8 +184,8 @@ async def test_named_tool_call_runs_a_function_tool(server: FakeProviderServer) 
     """A tool call by name runs the agent's function tool, and its result is sent back to the model."""
     agent = Agent(server.openai_chat_model())
 
-    @agent.tool
-    def double(ctx: RunContext[None], x: int) -> int:
+    @agent.tool_plain
+    def double(x: int) -> int:
         return 2 * x
 
     server.script(Reply.tool_call("double", {"x": 21}), Reply.text("It is 42."))
@@ -312,7 +320,7 @@ async def test_delay_past_timeout_raises_timeout_error(server: FakeProviderServe
     """A reply later than the client timeout raises `ModelTimeoutError`; closing doesn't wait for it."""
     server.script(Reply.delay(30, Reply.text("too late")))
     with pytest.raises(ModelTimeoutError):
-        await Agent(model_for(server, wire, timeout=0.1)).run("Hi")
+        await Agent(model_for(server, wire, settings=ModelSettings(timeout=0.1))).run("Hi")
 
 
 async def test_delay_within_timeout_answers(server: FakeProviderServer) -> None:

@@ -217,7 +217,9 @@ def _inputs_adapter(template: Template, annotations: Mapping[str, Any]) -> TypeA
         name: (Required[annotations[name]] if spec.required else NotRequired[annotations[name]])
         for name, spec in template.params.items()
     }
-    typed_dict: Any = TypedDict(f"{_class_name(template.name)}Inputs", fields)  # type: ignore[operator]  # functional form with a computed field map
+    # The functional form with a computed field map, which type checkers cannot follow.
+    make_typed_dict: Any = TypedDict
+    typed_dict: Any = make_typed_dict(f"{_class_name(template.name)}Inputs", fields)
     typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
     adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed_dict)
     return adapter

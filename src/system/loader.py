@@ -70,7 +70,7 @@ class _LocatingLoader(yaml.SafeLoader):
 
 _LocatingLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _LocatingLoader.construct_mapping,  # type: ignore[arg-type]  # PyYAML's constructor signature is untyped
+    _LocatingLoader.construct_mapping,
 )
 
 
@@ -79,8 +79,12 @@ def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
     loader = _LocatingLoader(text, file)
     out = Declarations()
     try:
-        while loader.check_data():
-            doc = loader.get_data()
+        # `compose_document` + `construct_document` is what `get_data` does; typeshed types these.
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                break
+            doc = loader.construct_document(node)
             out.extend(_declarations(doc, loader, file))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
