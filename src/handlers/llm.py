@@ -294,7 +294,9 @@ def _attempts(messages: Sequence[ModelMessage]) -> list[Attempt]:
             # feedback part (text output); both carry `retry` info and the error details.
             retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
             if retried:
-                attempts[-1] = attempts[-1].model_copy(update={"errors": _errors([getattr(p, "content", None) for p in retried])})
+                attempts[-1] = attempts[-1].model_copy(
+                    update={"errors": _errors([getattr(p, "content", None) for p in retried])}
+                )
     return attempts
 
 
