@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import statistics
 import time
 import tracemalloc
 
 from atomtask import OutputFormat, ParamSpec, TaskSystem, Template
+import structlog
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -41,6 +43,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
+    # As an application in production would: keep warnings and errors, drop per-task info/debug events.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     model = FunctionModel(reply)
     system = TaskSystem(model=model)

@@ -49,7 +49,8 @@ def model_label(model: Model | str) -> str:
     """A printable name for a model string or instance (`provider:name`)."""
     if isinstance(model, str):
         return model
-    return f"{model.system}:{model.model_name}"
+    name = model.model_name
+    return name if name.startswith(f"{model.system}:") else f"{model.system}:{name}"
 
 
 class BaseHandler:
