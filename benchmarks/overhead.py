@@ -17,8 +17,8 @@ import statistics
 import time
 import tracemalloc
 
-from atomtask import OutputFormat, ParamSpec, TaskSystem, Template
 import structlog
+from atomtask import OutputFormat, ParamSpec, TaskSystem, Template
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart

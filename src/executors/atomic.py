@@ -220,9 +220,7 @@ class AtomicTaskExecutor:
             model=call.model.label,
             duration_ms=round(notes.duration_ms, 2),
         )
-        return _Result(
-            status=TaskStatus.COMPLETE, content=outcome.content, parsedContent=outcome.output, notes=notes
-        )
+        return _Result(status=TaskStatus.COMPLETE, content=outcome.content, parsedContent=outcome.output, notes=notes)
 
 
 def _fits(compiled: CompiledTemplate, expect: type[Any]) -> bool:
