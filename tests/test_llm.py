@@ -93,3 +93,20 @@ def test_logs_one_event_per_task_and_attempt() -> None:
     attempts = [entry for entry in logs if entry["event"] == "task_attempt"]
     assert [False, True] == [entry["valid"] for entry in attempts]
     assert all(entry["template"] == "item" for entry in logs)
+
+
+def test_missing_provider_package_says_what_to_install() -> None:
+    """A provider SDK that is not installed is a configuration_error naming the extra to install."""
+    from atomtask.handlers.base import ModelChoice
+    from atomtask.handlers.llm import ModelCall, _configuration_error
+
+    call = ModelCall(
+        template="t",
+        model=ModelChoice(spec="anthropic:claude-haiku-4-5", label="anthropic:claude-haiku-4-5", source="call"),
+        system=None,
+        prompt="p",
+        output_cls=None,
+    )
+    error = _configuration_error(call, ImportError("Please install the `anthropic` package"))
+    assert FailureReason.CONFIGURATION_ERROR == error.reason
+    assert "install it with `pip install 'atomtask[anthropic]'`" in error.message

@@ -41,6 +41,9 @@ __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
 log = structlog.get_logger()
 
+# Providers whose SDK one of atomtask's extras installs (the OpenAI SDK serves every OpenAI-compatible one).
+_SDK_EXTRAS = {"openai": "openai", "openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+
 
 @attrs.frozen(kw_only=True)
 class ModelCall:
@@ -181,11 +184,12 @@ def _configuration_error(call: ModelCall, exc: Exception) -> TaskError:
     label = call.model.label
     if isinstance(exc, ImportError):
         provider = provider_of(label) or label
-        extra = "anthropic" if provider.startswith("anthropic") else "openai"
-        message = (
-            f"Model {label!r} needs a provider package that is not installed ({exc.name or exc}); "
-            f"install it with `pip install 'atomtask[{extra}]'` or `pip install 'pydantic-ai-slim[{provider}]'`."
+        install = (
+            f"pip install 'atomtask[{_SDK_EXTRAS[provider]}]'"
+            if provider in _SDK_EXTRAS
+            else f"pip install 'pydantic-ai-slim[{provider}]'"
         )
+        message = f"Model {label!r} needs a provider package that is not installed; install it with `{install}`."
     elif isinstance(exc, UsageError):
         message = exc.message
     else:
