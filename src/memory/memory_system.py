@@ -265,7 +265,9 @@ class MemorySystem:
         """Characters of the system text and prompt with no candidates (rendered as the executor will)."""
         compiled = self._compiled
         values = {**compiled.defaults, **self._inputs(query, "", limit)}
-        system = render(compiled.template.system, compiled.system_placeholders, values) if compiled.template.system else ""
+        system = (
+            render(compiled.template.system, compiled.system_placeholders, values) if compiled.template.system else ""
+        )
         return len(system) + len(render(compiled.template.instructions, compiled.instruction_placeholders, values))
 
 

@@ -8,7 +8,7 @@ from atomtask.memory.models import AssociativeMatchResult, MatchItem
 from atomtask.system.results import TaskError, TaskResult
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DroppedMatch", "MemoryContext", "PromptReport", "Document"]
+__all__ = ["Document", "DroppedMatch", "MemoryContext", "PromptReport"]
 
 
 class Document(BaseModel):
