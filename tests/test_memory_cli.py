@@ -101,6 +101,15 @@ def test_query_on_the_embedded_test_model_runs_offline(db: str) -> None:
     assert err.startswith("atomtask: no model configured")
 
 
+def test_query_budget_flag_bounds_the_prompt(db: str) -> None:
+    """`--max-prompt-chars` sets the budget reported with the answer; too small a budget exits 2."""
+    code, out, _ = run(["memory", "query", "refunds", "--db", db, "--max-prompt-chars", "2000"])
+    assert (0, 2000) == (code, json.loads(out)["prompt"]["budget_chars"])
+    code, _, err = run(["memory", "query", "refunds", "--db", db, "--max-prompt-chars", "100"])
+    assert 2 == code
+    assert "Raise `max_prompt_chars` to at least" in err
+
+
 def test_query_with_a_bad_db_exits_2(tmp_path: Path) -> None:
     """A database path in a missing folder is a usage error naming it."""
     code, _, err = run(["memory", "query", "x", "--db", str(tmp_path / "no" / "m.db")])

@@ -32,6 +32,9 @@ def add_memory_parser(sub: Any) -> None:
     query.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
     query.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
     query.add_argument("--limit", type=int, default=5, help="the most documents to return (default: 5)")
+    query.add_argument(
+        "--max-prompt-chars", type=int, metavar="N", help="the prompt budget in characters (default: 12000)"
+    )
 
 
 def run_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -68,7 +71,8 @@ def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from atomtask.memory.memory_system import MemorySystem
     from atomtask.task_system import TaskSystem
 
-    with MemorySystem(TaskSystem(model=args.model, base_url=args.base_url), path=args.db) as memory:
+    system = TaskSystem(model=args.model, base_url=args.base_url)
+    with MemorySystem(system, path=args.db, max_prompt_chars=args.max_prompt_chars) as memory:
         context = memory.get_relevant_context_for(args.text, limit=args.limit)
     result = context.task_result
     if result is not None and result.notes.default_model_notice:

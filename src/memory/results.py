@@ -31,7 +31,18 @@ class DroppedMatch(BaseModel):
 
 
 class PromptReport(BaseModel):
-    """How the candidates were fitted into the prompt budget; `cut` says whether anything was left out."""
+    """How the candidates were fitted into the prompt budget; `cut` says whether anything was left out.
+
+    Attributes:
+        budget_chars: the budget for the system text plus the prompt.
+        prompt_chars: their length as rendered (at most the budget; pydantic-ai may strip a few
+            surrounding blanks, so the model can receive slightly fewer).
+        candidates_found: full-text matches considered (at most `max_candidates`).
+        sent_ids: the candidates in the prompt, best rank first; only these ids can be matches.
+        omitted_ids: candidates left out because they did not fit.
+        truncated_ids: candidates sent shortened (over `max_document_chars`, or cut to fit).
+        query_truncated: the query was over a quarter of the budget and was shortened.
+    """
 
     budget_chars: int
     prompt_chars: int = 0
