@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
     from atomtask.handlers.base import BaseHandler, ModelChoice
     from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.memory.memory_system import MemorySystem
+    from atomtask.memory.models import AssociativeMatchResult, MatchItem
+    from atomtask.memory.results import MemoryContext
     from atomtask.system.errors import (
         AtomTaskError,
         ConfigurationError,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 # Names load on first use, so `atomtask --help` and `import atomtask.cli` do not import
 # pydantic-ai (and through it nothing heavy) until a task is actually run.
 _EXPORTS: dict[str, str] = {
+    "AssociativeMatchResult": "atomtask.memory.models",
     "AtomTaskError": "atomtask.system.errors",
     "AtomicTaskExecutor": "atomtask.executors.atomic",
     "Attempt": "atomtask.system.results",
@@ -49,6 +53,9 @@ _EXPORTS: dict[str, str] = {
     "DuplicateNameError": "atomtask.system.errors",
     "FailureReason": "atomtask.system.results",
     "LLMInteractionManager": "atomtask.handlers.llm",
+    "MatchItem": "atomtask.memory.models",
+    "MemoryContext": "atomtask.memory.results",
+    "MemorySystem": "atomtask.memory.memory_system",
     "ModelChoice": "atomtask.handlers.base",
     "ModelRegistry": "atomtask.system.model_registry",
     "OutputFormat": "atomtask.system.templates",
@@ -89,6 +96,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AssociativeMatchResult",
     "AtomTaskError",
     "AtomicTaskExecutor",
     "Attempt",
@@ -97,6 +105,9 @@ __all__ = [
     "DuplicateNameError",
     "FailureReason",
     "LLMInteractionManager",
+    "MatchItem",
+    "MemoryContext",
+    "MemorySystem",
     "ModelChoice",
     "ModelRegistry",
     "OutputFormat",

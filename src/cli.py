@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a template and its output JSON Schema")
     show.add_argument("name")
     with_templates(show)
+
+    from atomtask.memory.cli import add_memory_parser
+
+    add_memory_parser(sub)
     return parser
 
 
@@ -87,6 +91,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return _list(args, out)
         if args.command == "show":
             return _show(args, out)
+        if args.command == "memory":
+            from atomtask.memory.cli import run_memory
+
+            return run_memory(args, out, err)
     except UsageError as exc:
         print(f"atomtask: error: {exc}", file=err)
         return EXIT_USAGE

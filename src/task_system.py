@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from atomtask.executors.atomic import AtomicTaskExecutor
 from atomtask.handlers.base import BaseHandler
 from atomtask.handlers.llm import LLMInteractionManager
+from atomtask.memory.models import BUILTIN_SCHEMAS
 from atomtask.system.loader import Declarations, load_paths
 from atomtask.system.model_registry import ModelRegistry
 from atomtask.system.requests import SubtaskRequest
@@ -59,6 +60,9 @@ class TaskSystem:
         model_settings: ModelSettings | None = None,
     ) -> None:
         self.models = ModelRegistry()
+        # The shipped templates' Python output classes, so `templates/` resolves in every system.
+        for cls in BUILTIN_SCHEMAS:
+            self.models.register(cls)
         self.templates = TemplateRegistry(self.models)
         self.handler = BaseHandler(model=model, base_url=base_url, model_settings=model_settings)
         self.manager = LLMInteractionManager(self.handler)

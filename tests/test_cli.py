@@ -85,7 +85,9 @@ def test_list_and_show(templates_dir: Path) -> None:
     """`list` names every template; `show` prints the template and its output JSON Schema."""
     code, out, _ = run(["list", "--templates", str(templates_dir)])
     assert 0 == code
-    assert ["classify_ticket", "extract_contact", "summarize"] == [line.split("\t")[0] for line in out.splitlines()]
+    assert ["associative_match", "classify_ticket", "extract_contact", "summarize"] == [
+        line.split("\t")[0] for line in out.splitlines()
+    ]
     code, out, _ = run(["show", "classify_ticket", "--templates", str(templates_dir)])
     shown = json.loads(out)
     schema = shown["output_json_schema"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atomtask
 
 EXPECTED = [
+    "AssociativeMatchResult",
     "AtomTaskError",
     "AtomicTaskExecutor",
     "Attempt",
@@ -13,6 +14,9 @@ EXPECTED = [
     "DuplicateNameError",
     "FailureReason",
     "LLMInteractionManager",
+    "MatchItem",
+    "MemoryContext",
+    "MemorySystem",
     "ModelChoice",
     "ModelRegistry",
     "OutputFormat",

@@ -56,7 +56,7 @@ def test_summarize_renders_the_int_default(system: TaskSystem) -> None:
     assert "at most 5 key points" in user_text(rec.calls[0][0])
 
 
-@pytest.mark.parametrize("name", ["extract_contact", "classify_ticket", "summarize"])
+@pytest.mark.parametrize("name", ["extract_contact", "classify_ticket", "summarize", "associative_match"])
 def test_each_template_runs_on_the_embedded_default_model(system: TaskSystem, name: str) -> None:
     """With no model configured, every shipped template completes on the embedded test model."""
     params = system.templates.get(name).params

@@ -1,0 +1,56 @@
+"""The memory system: stored documents, and an atomic task that judges which are relevant to a query.
+
+`atomtask.memory.models` (the output schemas) is light and imported by every `TaskSystem`; the
+rest loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from atomtask.memory.memory_system import MemorySystem
+    from atomtask.memory.models import AssociativeMatchResult, MatchItem
+    from atomtask.memory.results import Document, DroppedMatch, MemoryContext, PromptReport
+    from atomtask.memory.store import DocumentStore, default_memory_path, fts_query
+
+_EXPORTS: dict[str, str] = {
+    "AssociativeMatchResult": "atomtask.memory.models",
+    "Document": "atomtask.memory.results",
+    "DocumentStore": "atomtask.memory.store",
+    "DroppedMatch": "atomtask.memory.results",
+    "MatchItem": "atomtask.memory.models",
+    "MemoryContext": "atomtask.memory.results",
+    "MemorySystem": "atomtask.memory.memory_system",
+    "PromptReport": "atomtask.memory.results",
+    "default_memory_path": "atomtask.memory.store",
+    "fts_query": "atomtask.memory.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atomtask.memory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "AssociativeMatchResult",
+    "Document",
+    "DocumentStore",
+    "DroppedMatch",
+    "MatchItem",
+    "MemoryContext",
+    "MemorySystem",
+    "PromptReport",
+    "default_memory_path",
+    "fts_query",
+]
