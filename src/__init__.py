@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
     from atomtask.handlers.base import BaseHandler, ModelChoice
     from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError
     from atomtask.system.errors import (
         AtomTaskError,
         ConfigurationError,
@@ -55,6 +56,9 @@ _EXPORTS: dict[str, str] = {
     "OutputMode": "atomtask.system.templates",
     "ParamSpec": "atomtask.system.templates",
     "SchemaError": "atomtask.system.errors",
+    "SexpEvalError": "atomtask.sexp.errors",
+    "SexpSyntaxError": "atomtask.sexp.errors",
+    "SexpTaskFailedError": "atomtask.sexp.errors",
     "SourceLocation": "atomtask.system.errors",
     "SubtaskRequest": "atomtask.system.requests",
     "TaskError": "atomtask.system.results",
@@ -103,6 +107,9 @@ __all__ = [
     "OutputMode",
     "ParamSpec",
     "SchemaError",
+    "SexpEvalError",
+    "SexpSyntaxError",
+    "SexpTaskFailedError",
     "SourceLocation",
     "SubtaskRequest",
     "TaskError",

@@ -99,16 +99,38 @@ Node: TypeAlias = Symbol | Literal | SList
 
 def read(text: str, file: str = "<string>") -> list[Node]:
     """Read every top-level form of `text`; raises `SexpSyntaxError` with the line and column."""
-    parser = _parser()
-    _check_balance(parser, text, file)
-    token = _file.set(file)
+    context = _file.set(file)
     try:
-        forms = cast("list[Node]", parser.parse(text))
+        interactive = _parser().parse_interactive(text)
+        # One pass: each token is checked (stray or too deeply nested parentheses) before the
+        # parser takes it, for messages more precise than a generic "unexpected token".
+        open_parens: list[Token] = []
+        last: Token | None = None
+        for token in _tokens(interactive.iter_parse(), text, file):
+            if token.type == "LPAR":
+                open_parens.append(token)
+                if len(open_parens) > MAX_DEPTH:
+                    raise _too_deep(_token_loc(token))
+            elif token.type == "RPAR":
+                if not open_parens:
+                    raise SexpSyntaxError(
+                        "Unexpected `)`: no `(` is open here. Remove it or add the missing `(`.",
+                        location=_token_loc(token),
+                    )
+                open_parens.pop()
+            last = token
+        if open_parens:
+            count = len(open_parens)
+            more = f" ({count} `(` are unclosed in all)" if count > 1 else ""
+            raise SexpSyntaxError(
+                f"This `(` is never closed{more}: the input ended first. Add the missing `)`.",
+                location=_token_loc(open_parens[0]),
+            )
+        return cast("list[Node]", interactive.feed_eof(last))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, file) from None
     finally:
-        _file.reset(token)
-    return forms
+        _file.reset(context)
 
 
 @functools.cache
@@ -198,34 +220,9 @@ def _number(text: str, location: SourceLocation) -> int | float:
     return value
 
 
-def _check_balance(parser: Lark, text: str, file: str) -> None:
-    """Find unclosed and stray parentheses and unterminated strings first, for precise messages."""
-    open_parens: list[Token] = []
-    for token in _tokens(parser, text, file):
-        if token.type == "LPAR":
-            open_parens.append(token)
-            if len(open_parens) > MAX_DEPTH:
-                raise _too_deep(SourceLocation(file=file, line=token.line, column=token.column))
-        elif token.type == "RPAR":
-            if not open_parens:
-                raise SexpSyntaxError(
-                    "Unexpected `)`: no `(` is open here. Remove it or add the missing `(`.",
-                    location=SourceLocation(file=file, line=token.line, column=token.column),
-                )
-            open_parens.pop()
-    if open_parens:
-        first = open_parens[0]
-        count = len(open_parens)
-        more = f" ({count} `(` are unclosed in all)" if count > 1 else ""
-        raise SexpSyntaxError(
-            f"This `(` is never closed{more}: the input ended first. Add the missing `)`.",
-            location=SourceLocation(file=file, line=first.line, column=first.column),
-        )
-
-
-def _tokens(parser: Lark, text: str, file: str) -> Iterator[Token]:
+def _tokens(tokens: Iterator[Token], text: str, file: str) -> Iterator[Token]:
     try:
-        yield from parser.lex(text)
+        yield from tokens
     except UnexpectedCharacters as exc:
         location = SourceLocation(file=file, line=exc.line, column=exc.column)
         position: int | None = exc.pos_in_stream
