@@ -101,7 +101,10 @@ def template_from_form(form: SList) -> Template:
         if key in _TEXT_CLAUSES:
             node = _single(args, clause, label)
             data[key] = _text(node, key, label)
-            origins[key] = _text_origin(node)
+            # Placeholders are looked for in `system` and `instructions`: point inside those texts.
+            origins[key] = (
+                _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
+            )
         elif key == "retries":
             data[key] = datum(_single(args, clause, label))
         elif key == "params":

@@ -126,7 +126,9 @@ def read(text: str, file: str = "<string>") -> list[Node]:
                 f"This `(` is never closed{more}: the input ended first. Add the missing `)`.",
                 location=_token_loc(open_parens[0]),
             )
-        return cast("list[Node]", interactive.feed_eof(last))
+        # lark leaves `feed_eof` unannotated; it returns what the `start` callback built.
+        feed_eof: Any = interactive.feed_eof
+        return cast("list[Node]", feed_eof(last))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, file) from None
     finally:
