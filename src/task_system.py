@@ -74,14 +74,16 @@ class TaskSystem:
         forms of each `.sexp` file are evaluated (so they may use YAML schemas). Any mistake raises
         a usage error with its file, line and column, before any model is called.
         """
-        from atomtask.sexp.evaluator import Interpreter
         from atomtask.sexp.loading import split_sources
 
         paths = [path] if isinstance(path, str | Path) else list(path)
         yaml_paths, sexp_files = split_sources(paths)
         names = self.register_declarations(load_paths(yaml_paths))
-        for file in sexp_files:
-            names.extend(Interpreter(self).declare(file.read_text(encoding="utf-8"), file=str(file)))
+        if sexp_files:  # the reader (lark) is imported only when there is S-expression source
+            from atomtask.sexp.evaluator import Interpreter
+
+            for file in sexp_files:
+                names.extend(Interpreter(self).declare(file.read_text(encoding="utf-8"), file=str(file)))
         return names
 
     def defatom(self, source: str, *, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> Any:
