@@ -110,13 +110,13 @@ def test_nesting_up_to_the_limit_reads() -> None:
 
 # A small alphabet makes the fuzzer hit the interesting characters (parens, quotes, escapes, `;`).
 # Hypothesis spends most of its time per example, so each example draws one block of bytes and
-# cuts it into TEXTS inputs: 250 examples x 20 = 5,000 texts per run.
+# cuts it into TEXTS inputs: 300 examples x 20 = 6,000 texts per run.
 _ALPHABET = "()'\"\\; \n\tab1.-+e?{}é"
 TEXTS = 20
 TEXT = 30
 
 
-@settings(max_examples=250, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.binary(min_size=TEXTS * TEXT, max_size=TEXTS * TEXT))
 def test_fuzz_reader_raises_only_located_syntax_errors(block: bytes) -> None:
     """Arbitrary text either reads or raises SexpSyntaxError with a line and column; nothing else escapes."""
