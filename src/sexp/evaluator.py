@@ -329,15 +329,7 @@ def _get_field(args: list[Any], form: SList) -> Any:
     value = args[0]
     path: list[str] = []
     for key, node in zip(args[1:], form.items[2:], strict=True):
-        try:
-            value = _field(value, key, path, node)
-        except _FailedField as failed:
-            raise SexpTaskFailedError(
-                f"Task {failed.result.notes.template!r} failed ({failed.detail}), so its result has no "
-                '`parsedContent`. Check `(get-field r "status")` first, or let `(unwrap r)` stop the script.',
-                result=failed.result,
-                location=node.location,
-            ) from None
+        value = _field(value, key, path, node)
         path.append(str(key))
     return value
 
@@ -346,8 +338,16 @@ def _field(value: Any, key: Any, path: list[str], node: Node) -> Any:
     where = f" (at {'.'.join(path)})" if path else ""
     if isinstance(value, BaseModel):
         fields = list(type(value).model_fields)
+        if isinstance(value, TaskResult) and key == "parsedContent" and not value.ok:
+            # A FAILED result's missing answer is an error, not a silent nil.
+            raise SexpTaskFailedError(
+                f"Task {value.notes.template!r} failed ({_failure(value)}), so its result has no "
+                '`parsedContent`. Check `(get-field r "status")` first, or let `(unwrap r)` stop the script.',
+                result=value,
+                location=node.location,
+            )
         if isinstance(key, str) and key in fields:
-            return _checked(value, key)
+            return getattr(value, key)
         available = fields
         owner = "TaskResult" if isinstance(value, TaskResult) else type(value).__name__
     elif isinstance(value, dict):
@@ -377,21 +377,9 @@ def _field(value: Any, key: Any, path: list[str], node: Node) -> Any:
     )
 
 
-def _checked(value: BaseModel, key: str) -> Any:
-    """A field of a model; a FAILED result's missing answer is an error, not a silent nil."""
-    if isinstance(value, TaskResult) and key == "parsedContent" and not value.ok:
-        error = value.error
-        detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
-        raise _FailedField(value, detail)
-    return getattr(value, key)
-
-
-class _FailedField(Exception):
-    """Internal: raised by `_checked`, turned into a located `SexpTaskFailedError` by `_get_field`."""
-
-    def __init__(self, result: TaskResult[Any], detail: str) -> None:
-        self.result = result
-        self.detail = detail
+def _failure(result: TaskResult[Any]) -> str:
+    error = result.error
+    return f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
 
 
 def _key_text(key: Any) -> str:
@@ -407,10 +395,8 @@ def _unwrap(args: list[Any], form: SList) -> Any:
         )
     if result.ok:
         return result.parsedContent
-    error = result.error
-    detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
     raise SexpTaskFailedError(
-        f"Task {result.notes.template!r} failed ({detail}).", result=result, location=form.location
+        f"Task {result.notes.template!r} failed ({_failure(result)}).", result=result, location=form.location
     )
 
 
