@@ -124,6 +124,15 @@ def test_eval_binds_inputs_as_variables_and_prints_json(tmp_path: Path, template
     assert ["Ada", 3, "sym", True] == json.loads(out)
 
 
+def test_eval_prints_a_validated_instance_as_a_json_object(tmp_path: Path, templates_dir: Path) -> None:
+    """A script ending in `(unwrap r)` prints the model instance's fields as JSON."""
+    script = tmp_path / "s.sexp"
+    script.write_text('(unwrap (extract_contact (text "Ann <ann@x.org>")))')
+    code, out, _ = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert 0 == code
+    assert {"name", "email", "phone", "company"} == set(json.loads(out))
+
+
 def test_eval_runs_the_shipped_pipeline(templates_dir: Path) -> None:
     """The shipped pipeline runs end to end on the embedded model and prints the last TaskResult."""
     pipeline = templates_dir / "pipeline.sexp"
