@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from atomtask.memory.memory_system import MemorySystem
     from atomtask.memory.models import AssociativeMatchResult, MatchItem
     from atomtask.memory.results import MemoryContext
+    from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError
     from atomtask.system.errors import (
         AtomTaskError,
         ConfigurationError,
@@ -62,6 +63,9 @@ _EXPORTS: dict[str, str] = {
     "OutputMode": "atomtask.system.templates",
     "ParamSpec": "atomtask.system.templates",
     "SchemaError": "atomtask.system.errors",
+    "SexpEvalError": "atomtask.sexp.errors",
+    "SexpSyntaxError": "atomtask.sexp.errors",
+    "SexpTaskFailedError": "atomtask.sexp.errors",
     "SourceLocation": "atomtask.system.errors",
     "SubtaskRequest": "atomtask.system.requests",
     "TaskError": "atomtask.system.results",
@@ -114,6 +118,9 @@ __all__ = [
     "OutputMode",
     "ParamSpec",
     "SchemaError",
+    "SexpEvalError",
+    "SexpSyntaxError",
+    "SexpTaskFailedError",
     "SourceLocation",
     "SubtaskRequest",
     "TaskError",

@@ -62,6 +62,25 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--result", action="store_true", help="print the whole TaskResult as JSON")
     with_templates(run)
 
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate an S-expression script and print its final value as JSON",
+        description="Evaluate FILE.sexp (defatom, defschema, task calls) and print its final value as JSON. "
+        "Each -i input is bound as a variable of that name in the script.",
+    )
+    ev.add_argument("file", metavar="FILE.sexp", help="the script to evaluate")
+    ev.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="bind a variable: key=text, key=@file (the file's text), or key:=json (a JSON value)",
+    )
+    ev.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
+    ev.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    with_templates(ev)
+
     lst = sub.add_parser("list", help="list the registered templates")
     with_templates(lst)
 
@@ -87,6 +106,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     try:
         if args.command == "run":
             return _run(args, out, err)
+        if args.command == "eval":
+            return _eval(args, out, err)
         if args.command == "list":
             return _list(args, out)
         if args.command == "show":
@@ -169,6 +190,47 @@ def _status_line(result: TaskResult[Any]) -> str:
         f"atomtask: {notes.template} {result.status.value} on {notes.model or '-'} "
         f"({attempts} attempt{'s' if attempts != 1 else ''}, {tokens} tokens, {notes.duration_ms / 1000:.2f}s)"
     )
+
+
+def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
+    from atomtask.system.errors import UsageError
+    from atomtask.system.results import TaskResult
+
+    path = Path(args.file)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"Cannot read script {str(path)!r} ({exc.strerror}); pass a .sexp file.") from None
+    variables = _inputs(args.input)
+    system = _system(args)
+    try:
+        value = system.defatom(source, file=str(path), variables=variables)
+    except SexpTaskFailedError as exc:
+        print(exc.result.model_dump_json(indent=2), file=out)
+        print(f"atomtask: error: {exc}", file=err)
+        return EXIT_TASK_FAILED
+    except SexpEvalError as exc:
+        print(f"atomtask: error: {exc}", file=err)
+        return EXIT_USAGE
+    print(_value_json(value), file=out)
+    if isinstance(value, TaskResult):
+        if value.notes.default_model_notice:
+            print(value.notes.default_model_notice, file=err)
+        print(_status_line(value), file=err)
+        if not value.ok:
+            return EXIT_TASK_FAILED
+    return EXIT_OK
+
+
+def _value_json(value: Any) -> str:
+    """A script's value as JSON: results and models in their JSON form, tasks by name."""
+    import pydantic_core
+
+    def fallback(obj: Any) -> Any:
+        return getattr(obj, "name", None) or repr(obj)
+
+    return pydantic_core.to_json(value, indent=2, fallback=fallback).decode()
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:

@@ -71,14 +71,41 @@ class TaskSystem:
             self.load(templates)
 
     def load(self, path: str | Path | Iterable[str | Path]) -> list[str]:
-        """Load templates and named schemas from a YAML file or a folder; returns the template names.
+        """Load templates and named schemas from YAML and `.sexp` files or folders; returns the template names.
 
-        Schemas are built and registered first (they may reference each other across files), then
-        every template is checked and registered. Any mistake raises a usage error with its file
-        and line, before any model is called.
+        YAML schemas are built and registered first (they may reference each other across files),
+        then every YAML template is checked and registered; then the `defschema` and `defatom`
+        forms of each `.sexp` file are evaluated (so they may use YAML schemas). Any mistake raises
+        a usage error with its file, line and column, before any model is called.
         """
+        from atomtask.sexp.loading import split_sources
+
         paths = [path] if isinstance(path, str | Path) else list(path)
-        return self.register_declarations(load_paths(paths))
+        yaml_paths, sexp_files = split_sources(paths)
+        names = self.register_declarations(load_paths(yaml_paths))
+        if sexp_files:  # the reader (lark) is imported only when there is S-expression source
+            from atomtask.sexp.evaluator import Interpreter
+
+            for file in sexp_files:
+                names.extend(Interpreter(self).declare(file.read_text(encoding="utf-8"), file=str(file)))
+        return names
+
+    def defatom(self, source: str, *, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> Any:
+        """Evaluate S-expression source (`defatom`, `defschema`, task calls...); returns the last value.
+
+        `variables` are bound as names the source can use. Syntax mistakes raise `SexpSyntaxError`,
+        bad declarations the same usage errors as YAML, and run-time mistakes `SexpEvalError`, each
+        with the line and column.
+
+        Example:
+            ```python
+            system.defatom('(defatom greet (params (who str)) (instructions "Say hi to {{who}}"))')
+            result = system.defatom('(greet (who "Ada"))')  # a TaskResult
+            ```
+        """
+        from atomtask.sexp.evaluator import Interpreter
+
+        return Interpreter(self).evaluate(source, file=file, variables=variables)
 
     def register_declarations(self, declarations: Declarations) -> list[str]:
         """Register already-read schemas and templates (what `load` does after reading files)."""

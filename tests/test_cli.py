@@ -85,9 +85,16 @@ def test_list_and_show(templates_dir: Path) -> None:
     """`list` names every template; `show` prints the template and its output JSON Schema."""
     code, out, _ = run(["list", "--templates", str(templates_dir)])
     assert 0 == code
-    assert ["associative_match", "classify_ticket", "extract_contact", "summarize"] == [
-        line.split("\t")[0] for line in out.splitlines()
-    ]
+    names = [line.split("\t")[0] for line in out.splitlines()]
+    assert {
+        "associative_match",
+        "classify_ticket",
+        "extract_contact",
+        "summarize",
+        "find_sender",
+        "draft_reply",
+    } <= set(names)
+    assert sorted(names) == names
     code, out, _ = run(["show", "classify_ticket", "--templates", str(templates_dir)])
     shown = json.loads(out)
     schema = shown["output_json_schema"]
@@ -115,7 +122,62 @@ def test_help_does_not_import_provider_sdks_or_pydantic_ai() -> None:
     assert out.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
+def test_eval_binds_inputs_as_variables_and_prints_json(tmp_path: Path, templates_dir: Path) -> None:
+    """`eval` binds each `-i` as a variable and prints the script's final value as JSON."""
+    script = tmp_path / "s.sexp"
+    script.write_text("(list who n 'sym (not nil))")
+    code, out, _ = run(["eval", str(script), "-i", "who=Ada", "-i", "n:=3", "--templates", str(templates_dir)])
+    assert 0 == code
+    assert ["Ada", 3, "sym", True] == json.loads(out)
+
+
+def test_eval_prints_a_validated_instance_as_a_json_object(tmp_path: Path, templates_dir: Path) -> None:
+    """A script ending in `(unwrap r)` prints the model instance's fields as JSON."""
+    script = tmp_path / "s.sexp"
+    script.write_text('(unwrap (extract_contact (text "Ann <ann@x.org>")))')
+    code, out, _ = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert 0 == code
+    assert {"name", "email", "phone", "company"} == set(json.loads(out))
+
+
+def test_eval_runs_the_shipped_pipeline(templates_dir: Path) -> None:
+    """The shipped pipeline runs end to end on the embedded model and prints the last TaskResult."""
+    pipeline = templates_dir / "pipeline.sexp"
+    code, out, err = run(["eval", str(pipeline), "-i", "message=Hi, Ada here.", "--templates", str(templates_dir)])
+    assert 0 == code
+    result = json.loads(out)
+    assert ("COMPLETE", "draft_reply") == (result["status"], result["notes"]["template"])
+    assert {"greeting", "body"} == set(result["parsedContent"])
+    assert "atomtask: draft_reply COMPLETE on test" in err
+
+
+def test_eval_errors_exit_2_with_file_line_and_column(tmp_path: Path, templates_dir: Path) -> None:
+    """Syntax and evaluation mistakes exit 2 and point into the script; a missing file too."""
+    script = tmp_path / "s.sexp"
+    script.write_text("(list\n  who)")
+    code, out, err = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert (2, "") == (code, out)
+    assert f"atomtask: error: {script}:2:3: Unbound symbol 'who'." in err
+    script.write_text("(list 1")
+    code, _, err = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert 2 == code
+    assert f"{script}:1:1: This `(` is never closed" in err
+    code, _, err = run(["eval", str(tmp_path / "nope.sexp"), "--templates", str(templates_dir)])
+    assert 2 == code
+    assert "Cannot read script" in err
+
+
+def test_eval_unwrap_of_a_failed_task_exits_1_with_the_result(tmp_path: Path, templates_dir: Path) -> None:
+    """`(unwrap r)` on a FAILED result stops the script: exit 1, the failed result on stdout."""
+    script = tmp_path / "s.sexp"
+    script.write_text("(unwrap (extract_contact))")
+    code, out, err = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert 1 == code
+    assert "input_validation_failure" == json.loads(out)["error"]["reason"]
+    assert f"{script}:1:1: Task 'extract_contact' failed (input_validation_failure" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["eval", "--help"]])
 def test_help_exits_zero(argv: list[str]) -> None:
     """Help for the command and its subcommands exits 0."""
     with pytest.raises(SystemExit) as raised:

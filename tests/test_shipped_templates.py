@@ -19,8 +19,10 @@ def system(templates_dir: Path) -> TaskSystem:
 
 def test_shipped_templates_are_registered(system: TaskSystem) -> None:
     """All shipped templates and schemas load without error."""
-    assert {"classify_ticket", "extract_contact", "summarize"} <= set(system.templates.names())
-    assert {"Contact", "Summary", "TicketClassification"} <= set(system.models.names())
+    assert {"classify_ticket", "extract_contact", "summarize", "find_sender", "draft_reply"} <= set(
+        system.templates.names()
+    )
+    assert {"Contact", "Summary", "TicketClassification", "Reply"} <= set(system.models.names())
 
 
 def test_extract_contact(system: TaskSystem) -> None:
@@ -65,6 +67,26 @@ def test_each_template_runs_on_the_embedded_default_model(system: TaskSystem, na
     assert result.ok, result.error
     assert "default" == result.notes.model_source
     assert result.notes.default_model_notice is not None
+
+
+def test_pipeline_feeds_the_first_tasks_contact_into_the_second(templates_dir: Path) -> None:
+    """pipeline.sexp: find_sender's validated Contact becomes draft_reply's `sender` parameter."""
+    rec = Recorder(
+        {"name": "Ada Lovelace", "email": "ada@example.com", "phone": None, "company": None},
+        {"greeting": "Dear Ms Lovelace,", "body": "We have corrected your invoice."},
+    )
+    message = "Hi, it's Ada Lovelace (ada@example.com): my invoice says {{tone}}, which is wrong."
+    system = TaskSystem(model=rec.model, templates=templates_dir)
+    pipeline = templates_dir / "pipeline.sexp"
+    result = system.defatom(pipeline.read_text(encoding="utf-8"), file=str(pipeline), variables={"message": message})
+    reply = result.unwrap()
+    assert system.models.get("Reply") is type(reply)
+    assert "Dear Ms Lovelace," == reply.greeting
+    assert 2 == len(rec.calls)
+    assert message in user_text(rec.calls[0][0])
+    second_prompt = user_text(rec.calls[1][0])
+    assert "Write a friendly reply to Ada Lovelace about their message:" in second_prompt
+    assert "my invoice says {{tone}}, which is wrong" in second_prompt  # braces in a value are data
 
 
 def test_bundled_templates_match_the_repository(templates_dir: Path) -> None:

@@ -1,0 +1,66 @@
+"""`TaskSystem.load` picks up `.sexp` files beside YAML, after the YAML, declarations only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from atomtask import SchemaError, SexpSyntaxError, SourceLocation, TaskSystem, TemplateError
+from atomtask.sexp.loading import split_sources
+
+SCHEMA_YAML = "name: Note\nfields:\n  - {name: text, type: str}\n"
+USES_YAML_SCHEMA = """\
+(defatom take_note (params text) (instructions "Note: {{text}}") (output_format (schema Note)))
+(take_note (text "this call is the script; loading never runs it"))
+"""
+
+
+def test_split_sources_separates_sexp_files(tmp_path: Path) -> None:
+    """Folders go to the YAML loader and give their .sexp files (sorted); named .sexp files are moved."""
+    (tmp_path / "b.sexp").write_text("")
+    (tmp_path / "a.sexp").write_text("")
+    (tmp_path / "c.yaml").write_text("")
+    single = tmp_path / "sub" / "one.sexp"
+    single.parent.mkdir()
+    single.write_text("")
+    yaml_paths, sexp_files = split_sources([tmp_path, single, "missing.yaml"])
+    assert [tmp_path, "missing.yaml"] == yaml_paths
+    assert [tmp_path / "a.sexp", tmp_path / "b.sexp", single] == sexp_files
+
+
+def test_folder_loads_yaml_first_then_sexp_declarations(tmp_path: Path) -> None:
+    """A .sexp file may use a schema from a YAML file in the same folder; its script is not run."""
+    (tmp_path / "schemas.yaml").write_text(SCHEMA_YAML)
+    (tmp_path / "notes.sexp").write_text(USES_YAML_SCHEMA)
+    system = TaskSystem()
+    assert ["take_note"] == system.load(tmp_path)
+    assert "Note" == system.templates.compiled("take_note").output_cls.__name__
+
+
+def test_a_single_sexp_file_can_be_loaded(tmp_path: Path) -> None:
+    """`load("file.sexp")` evaluates that file's declarations."""
+    path = tmp_path / "greet.sexp"
+    path.write_text('(defatom greet (params who) (instructions "Hi {{who}}"))')
+    assert ["greet"] == TaskSystem(templates=path).templates.names()
+
+
+def test_errors_in_sexp_files_name_the_file_line_and_column(tmp_path: Path) -> None:
+    """Syntax and registration mistakes in a loaded .sexp file point into it."""
+    broken = tmp_path / "broken.sexp"
+    broken.write_text('(defatom t\n  (instructions "x")')
+    with pytest.raises(SexpSyntaxError) as syntax:
+        TaskSystem(templates=broken)
+    assert SourceLocation(file=str(broken), line=1, column=1) == syntax.value.location
+    broken.write_text('\n(defatom t (instructions "{{nope}}"))')
+    with pytest.raises(TemplateError) as undeclared:
+        TaskSystem(templates=broken)
+    assert SourceLocation(file=str(broken), line=2, column=27) == undeclared.value.location
+    assert str(undeclared.value).startswith(f"{broken}:2:27: Placeholder '{{{{nope}}}}'")
+
+
+def test_sexp_schemas_are_not_visible_to_yaml(tmp_path: Path) -> None:
+    """YAML is registered before .sexp files run, so YAML cannot use a defschema'd name."""
+    (tmp_path / "a.sexp").write_text("(defschema Note (text str))")
+    (tmp_path / "b.yaml").write_text("name: t\ninstructions: x\noutput_format: {type: json, schema: Note}\n")
+    with pytest.raises(SchemaError, match="Unknown schema 'Note'"):
+        TaskSystem(templates=tmp_path)
