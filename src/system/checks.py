@@ -182,6 +182,10 @@ def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel
                 location=location,
                 suggestions=exc.suggestions,
             ) from None
+    if "json_schema" in schema or "python" in schema:
+        from atomtask.system.schema_sources import inline_output_class
+
+        return inline_output_class(template.name, schema, models, location)
     return _inline_schema(template, schema, models, location)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import yaml
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
+from atomtask.system.schema_sources import JsonSchemaDef, PythonSchemaDef, json_schema_file_definition
 from atomtask.system.schemas import SchemaDef
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import ValidationError
@@ -29,10 +30,14 @@ class Declarations:
 
     templates: list[Template] = attrs.field(factory=list)
     schemas: list[SchemaDef] = attrs.field(factory=list)
+    json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
+    python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
         self.schemas.extend(other.schemas)
+        self.json_schemas.extend(other.json_schemas)
+        self.python_schemas.extend(other.python_schemas)
 
 
 @attrs.frozen(kw_only=True)
@@ -100,6 +105,9 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
     """Read every YAML file given, or found (sorted, non-recursively) in the folders given."""
     out = Declarations()
     for file in _files(paths):
+        if file.suffix == ".json":
+            out.json_schemas.append(json_schema_file_definition(file))
+            continue
         out.extend(load_yaml_text(file.read_text(encoding="utf-8"), str(file)))
     _reject_duplicate_schemas(out.schemas)
     return out
@@ -110,11 +118,13 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()))
+            files.extend(sorted(p for p in path.iterdir() if p.suffix in (*YAML_SUFFIXES, ".json") and p.is_file()))
         elif path.is_file():
             files.append(path)
         else:
-            raise TemplateError(f"No such file or folder: {str(path)!r}. Pass a YAML file or a folder of them.")
+            raise TemplateError(
+                f"No such file or folder: {str(path)!r}. Pass a YAML or JSON Schema file, or a folder of them."
+            )
     return files
 
 
@@ -142,10 +152,14 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
         out.templates.append(_template(doc, loader, location))
     elif "fields" in doc:
         out.schemas.append(_schema(doc, loader, location))
+    elif "json_schema" in doc:
+        out.json_schemas.append(_located(JsonSchemaDef, doc, loader, location))
+    elif "python" in doc:
+        out.python_schemas.append(_located(PythonSchemaDef, doc, loader, location))
     else:
         raise TemplateError(
             "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
-            f"`fields`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+            f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
             location=location,
         )
     return out
@@ -191,6 +205,24 @@ def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocati
             if fnode is not None:
                 field_def.location = fnode.keys.get("type", fnode.start)
     return schema
+
+
+def _located(
+    kind: type[JsonSchemaDef] | type[PythonSchemaDef],
+    doc: dict[str, Any],
+    loader: _LocatingLoader,
+    location: SourceLocation,
+) -> Any:
+    if "base_uri" in doc:
+        raise SchemaError("`base_uri` is not a schema key; relative `$ref`s resolve from the file.", location=location)
+    try:
+        declaration = kind.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(SchemaError, "schema", doc, exc, loader, location) from None
+    node = loader.nodes.get(id(doc))
+    key = "json_schema" if kind is JsonSchemaDef else "python"
+    declaration.location = node.keys.get(key, location) if node is not None else location
+    return declaration
 
 
 def _validation_error(

@@ -1,0 +1,715 @@
+"""JSON Schema as a schema language: declarations, load-time checks, exact validation, classes.
+
+A JSON Schema declaration (`{name, description, json_schema}` in YAML, a `.json` file in a
+templates folder, or `output_format: {schema: {json_schema: ...}}`) becomes a Pydantic class:
+
+- validation follows JSON Schema exactly: a `jsonschema` validator (the schema's own draft,
+  2020-12 by default) runs on the raw answer before anything else, with every `format` asserted
+  (not treated as an annotation) and `pattern`s matched by the `regex` module (which knows the
+  Unicode property escapes `\\p{...}` of ECMA-262). Its errors become one Pydantic error, so
+  pydantic-ai sends them back to the model as retry feedback like any validation failure;
+- an object schema whose properties have identifier names gives a class with one typed field per
+  property (the caller gets `answer.name`, nested objects as nested classes); any other schema
+  gives a `RootModel` holding the validated JSON value (`answer.root`);
+- the model receives the declared schema itself (local `$ref`s inlined, since providers and
+  Pydantic's schema generator want self-contained schemas); a schema whose root is not an object
+  is sent wrapped as `{"response": <value>}`, the way pydantic-ai wraps non-object outputs.
+
+Schemas that cannot be honoured are refused when they are loaded, never enforced loosely: an
+invalid schema, a `$ref` that does not resolve (nothing is fetched from the network), a `format`
+no checker enforces, a `pattern` that does not compile, a keyword that looks like a misspelt one
+(`minimun`), a required vocabulary this library does not know.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import keyword
+import re
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+import jsonschema
+import jsonschema.validators
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+import regex
+from atomtask.system.errors import SchemaError, did_you_mean, near_names
+from atomtask.system.schema_sources import JsonSchemaDef
+from atomtask.system.schemas import _canonical
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    RootModel,
+    create_model,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+from rfc3986_validator import validate_rfc3986
+
+__all__ = [
+    "JsonSchemaModel",
+    "JsonSchemaObject",
+    "JsonSchemaResources",
+    "JsonSchemaValue",
+    "build_json_schema_model",
+    "checked_formats",
+    "iri_to_uri",
+]
+
+JsonSchema: TypeAlias = dict[str, Any] | bool
+
+_DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_MAX_REPORTED_ERRORS = 8
+
+
+@attrs.frozen(kw_only=True)
+class JsonSchemaResources:
+    """Documents that `$ref`s may point to, by URI (a `referencing` registry, never the network)."""
+
+    documents: Mapping[str, Any] = attrs.field(factory=dict, converter=lambda d: dict(d))
+
+    def with_document(self, uri: str, contents: Any) -> JsonSchemaResources:
+        """A copy that also holds `contents` under `uri`."""
+        return JsonSchemaResources(documents={**self.documents, uri: contents})
+
+    @functools.cached_property
+    def digest(self) -> str:
+        return _canonical(dict(sorted(self.documents.items())))
+
+    @functools.cached_property
+    def registry(self) -> referencing.Registry[Any]:
+        # The drafts' own metaschemas (what `jsonschema` ships) resolve, as they do in `jsonschema`.
+        registry: referencing.Registry[Any] = SPECIFICATIONS
+        return registry.with_resources(
+            (uri, referencing.Resource.from_contents(doc, default_specification=referencing.jsonschema.DRAFT202012))
+            for uri, doc in self.documents.items()
+        )
+
+
+def checked_formats() -> frozenset[str]:
+    """The `format` values that are enforced (the installed checkers of `jsonschema`)."""
+    return frozenset(_FORMATS.checkers)
+
+
+# ---------------------------------------------------------------------------------------------
+# The classes
+
+
+class _JsonSchemaClass:
+    """What every class built from a JSON Schema carries (set by the builder)."""
+
+    #: The schema as declared.
+    json_schema_declared: ClassVar[Any] = True
+    #: What the model receives: self-contained, wrapped in `{"response": ...}` for a non-object root.
+    json_schema_for_model: ClassVar[dict[str, Any]] = {}
+    json_schema_validator: ClassVar[Any] = None
+    #: Whether the answer travels as `{"response": <value>}`.
+    json_schema_envelope: ClassVar[bool] = False
+
+    @classmethod
+    def _check_json_schema(cls, data: Any) -> Any:
+        """The value to build the instance from, once the JSON Schema validator accepts it."""
+        value = data
+        if cls.json_schema_envelope:
+            if not (isinstance(data, dict) and set(data) == {"response"}):
+                raise PydanticCustomError(
+                    "json_schema_envelope", 'Expected an object with a single key "response" holding the answer'
+                )
+            value = data["response"]
+        validator = cls.json_schema_validator
+        if validator is not None:
+            errors = list(validator.iter_errors(value))
+            if errors:
+                raise PydanticCustomError("json_schema", "{errors}", {"errors": _describe(errors)})
+        return value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return copy.deepcopy(cls.json_schema_for_model)
+
+
+class JsonSchemaObject(_JsonSchemaClass, BaseModel):
+    """A class built from an object JSON Schema: one typed attribute per property (extra keys kept)."""
+
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate_json_schema(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if isinstance(data, cls):
+            return data
+        return handler(cls._check_json_schema(data))
+
+
+class JsonSchemaValue(_JsonSchemaClass, RootModel[Any]):
+    """A class built from any other JSON Schema: `.root` is the validated JSON value."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate_json_schema(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if isinstance(data, cls):
+            return data
+        return handler(cls._check_json_schema(data))
+
+
+JsonSchemaModel: TypeAlias = JsonSchemaObject | JsonSchemaValue
+
+
+class _Nested(BaseModel):
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
+
+
+def _describe(errors: list[jsonschema.ValidationError]) -> str:
+    ordered = sorted(errors, key=jsonschema.exceptions.relevance)
+    lines = []
+    for error in ordered[:_MAX_REPORTED_ERRORS]:
+        lines.append(f"at `{error.json_path}`: {error.message}")
+        if error.context:
+            best = jsonschema.exceptions.best_match(error.context)
+            lines[-1] += f" (closest: at `{best.json_path}`: {best.message})"
+    if len(ordered) > _MAX_REPORTED_ERRORS:
+        lines.append(f"... and {len(ordered) - _MAX_REPORTED_ERRORS} more")
+    return "JSON Schema violation: " + "; ".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+_CacheKey: TypeAlias = tuple[str, str, str, str, str]
+_CACHE: weakref.WeakValueDictionary[_CacheKey, type[JsonSchemaObject | JsonSchemaValue]] = weakref.WeakValueDictionary()
+_LOCK = threading.RLock()
+
+
+def build_json_schema_model(
+    definition: JsonSchemaDef, *, resources: JsonSchemaResources | None = None
+) -> type[JsonSchemaObject | JsonSchemaValue]:
+    """Check `definition` and build its class; equal definitions give the same class.
+
+    Raises `SchemaError` (at the definition's location) for a schema that cannot be honoured.
+
+    Example:
+        ```python
+        cls = build_json_schema_model(JsonSchemaDef(name="Age", json_schema={"type": "integer", "minimum": 0}))
+        cls.model_validate({"response": 3}).root  # 3
+        ```
+    """
+    resources = resources or JsonSchemaResources()
+    schema = definition.json_schema
+    base = definition.base_uri or ""
+    key = (definition.name, definition.description or "", _canonical(schema), base, resources.digest)
+    with _LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        cls = _Builder(definition, resources).build()
+        _CACHE[key] = cls
+        return cls
+
+
+class _Builder:
+    def __init__(self, definition: JsonSchemaDef, resources: JsonSchemaResources) -> None:
+        self.definition = definition
+        self.name = definition.name
+        self.location = definition.location
+        schema: JsonSchema = definition.json_schema
+        if definition.base_uri and isinstance(schema, dict) and "$id" not in schema:
+            schema = {"$id": definition.base_uri, **schema}
+        self.schema = schema
+        self.registry = resources.registry
+
+    def fail(self, message: str, *, suggestions: list[str] | None = None) -> SchemaError:
+        return SchemaError(
+            f"JSON Schema {self.name!r}: {message}", location=self.location, suggestions=suggestions or []
+        )
+
+    def build(self) -> type[JsonSchemaObject | JsonSchemaValue]:
+        if not self.name.isidentifier() or keyword.iskeyword(self.name):
+            raise SchemaError(
+                f"Schema name {self.name!r} is not a valid Python identifier; use letters, digits and underscores "
+                "(e.g. 'InvoiceSchema').",
+                location=self.location,
+            )
+        validator_cls = self.validator_class()
+        try:
+            validator_cls.check_schema(self.schema, format_checker=_FORMATS)
+        except jsonschema.SchemaError as exc:
+            raise self.fail(
+                f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. Fix the schema."
+            ) from None
+        root = referencing.Resource.from_contents(self.schema, default_specification=self.specification)
+        resolver = self.registry.resolver_with_root(root)
+        self.stdlib_only: list[tuple[str, str]] = []
+        self.unevaluated = False
+        self.walk(self.schema, resolver, "", dialect_keywords(validator_cls))
+        if self.stdlib_only and self.unevaluated:
+            self.refuse_stdlib_only()
+        validator = validator_cls(
+            self.schema,
+            registry=self.registry,
+            format_checker=_FORMATS,
+        )
+        for_model = self.model_view(resolver)
+        envelope = for_model.get("type") != "object"
+        if envelope:
+            for_model = {
+                "type": "object",
+                "properties": {"response": for_model},
+                "required": ["response"],
+                "additionalProperties": False,
+            }
+        if self.definition.description:
+            for_model = {**for_model, "description": self.definition.description}
+        for_model.setdefault("title", self.name)
+        cls = self.make_class(envelope)
+        cls.json_schema_declared = self.definition.json_schema
+        cls.json_schema_for_model = for_model
+        cls.json_schema_validator = validator
+        cls.json_schema_envelope = envelope
+        cls.__doc__ = self.definition.description or f"The JSON Schema {self.name!r}."
+        return cls
+
+    # -- dialect and vocabularies ------------------------------------------------------------
+
+    @functools.cached_property
+    def specification(self) -> referencing.Specification[Any]:
+        return referencing.jsonschema.specification_with(
+            self.meta_dialect(), default=referencing.jsonschema.DRAFT202012
+        )
+
+    def meta_dialect(self) -> str:
+        """The dialect that defines the keywords: `$schema`, or its own `$schema` for a custom metaschema."""
+        declared = self.schema.get("$schema", _DEFAULT_DIALECT) if isinstance(self.schema, dict) else _DEFAULT_DIALECT
+        if not isinstance(declared, str):
+            return _DEFAULT_DIALECT
+        if _known_dialect(declared):
+            return declared
+        meta = self.metaschema(declared)
+        inner = meta.get("$schema", _DEFAULT_DIALECT) if isinstance(meta, dict) else _DEFAULT_DIALECT
+        return inner if isinstance(inner, str) and _known_dialect(inner) else _DEFAULT_DIALECT
+
+    def metaschema(self, uri: str) -> Any:
+        try:
+            return self.registry.resolver().lookup(uri).contents
+        except referencing.exceptions.Unresolvable:
+            raise self.fail(
+                f"`$schema` {uri!r} is neither a JSON Schema draft nor a metaschema loaded here; use "
+                f"{_DEFAULT_DIALECT!r} or add the metaschema as a `.json` file."
+            ) from None
+
+    def validator_class(self) -> type[Any]:
+        declared = self.schema.get("$schema") if isinstance(self.schema, dict) else None
+        if not isinstance(declared, str) or _known_dialect(declared):
+            base = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
+            return _with_regex(base, None)
+        meta = self.metaschema(declared)
+        vocabularies = meta.get("$vocabulary") if isinstance(meta, dict) else None
+        base = jsonschema.validators.validator_for(meta, default=jsonschema.Draft202012Validator)
+        if not isinstance(vocabularies, dict):
+            return _with_regex(base, None)
+        unknown = sorted(v for v, required in vocabularies.items() if v not in _VOCABULARIES and required)
+        if unknown:
+            raise self.fail(
+                f"its metaschema {declared!r} requires vocabularies this library does not implement: "
+                f"{', '.join(unknown)}. Drop them from `$vocabulary` or mark them `false`."
+            )
+        enabled = frozenset(v for v in vocabularies if v in _VOCABULARIES)
+        return _with_regex(base, enabled)
+
+    # -- the load-time walk ------------------------------------------------------------------
+
+    def walk(self, schema: Any, resolver: referencing.Resolver[Any], path: str, known: frozenset[str]) -> None:
+        if not isinstance(schema, dict):
+            return
+        if path and isinstance(schema.get("$id"), str):
+            resource = referencing.Resource.from_contents(schema, default_specification=self.specification)
+            resolver = resolver.in_subresource(resource)
+        for ref_keyword in ("$ref", "$dynamicRef"):
+            ref = schema.get(ref_keyword)
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except referencing.exceptions.Unresolvable:
+                    raise self.fail(
+                        f"`{ref_keyword}` {ref!r} at `{path or '/'}` does not resolve. Point it at a `$defs` entry, "
+                        "or load the document it names as a `.json` file (nothing is fetched from the network)."
+                    ) from None
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt not in checked_formats():
+            formats = sorted(checked_formats())
+            raise self.fail(
+                f"`format` {fmt!r} at `{path or '/'}` is not one that can be checked, so it would not be "
+                f"enforced.{did_you_mean(fmt, formats)} Checked formats: {', '.join(formats)}.",
+                suggestions=near_names(fmt, formats),
+            )
+        for word in ("pattern",):
+            if isinstance(schema.get(word), str):
+                self.check_pattern(schema[word], f"{path}/{word}")
+        if isinstance(schema.get("patternProperties"), dict):
+            for pattern in schema["patternProperties"]:
+                self.check_pattern(pattern, f"{path}/patternProperties")
+                if not _re_compiles(pattern):
+                    self.stdlib_only.append((pattern, f"{path}/patternProperties"))
+                    if "additionalProperties" in schema:
+                        self.refuse_stdlib_only()
+        if "unevaluatedProperties" in schema:
+            self.unevaluated = True
+            if self.stdlib_only:
+                self.refuse_stdlib_only()
+        for word in schema:
+            if word in known or not isinstance(word, str):
+                continue
+            close = near_names(word, known, cutoff=0.85)
+            if close:
+                raise self.fail(
+                    f"unknown keyword {word!r} at `{path or '/'}`. Did you mean {close[0]!r}? An unknown keyword is "
+                    "ignored by JSON Schema, so a misspelt one would silently not be enforced.",
+                    suggestions=close,
+                )
+        for sub_path, sub in _subschemas(schema, path):
+            self.walk(sub, resolver, sub_path, known)
+
+    def refuse_stdlib_only(self) -> None:
+        pattern, path = self.stdlib_only[0]
+        raise self.fail(
+            f"`{path}` key {pattern!r} uses regular-expression syntax (such as `\\p{{...}}`) that `jsonschema` "
+            "cannot apply when it works out `additionalProperties` or `unevaluatedProperties`, so it would not be "
+            "enforced exactly. Rewrite the pattern without it (e.g. a character class)."
+        )
+
+    def check_pattern(self, pattern: str, path: str) -> None:
+        try:
+            _compiled(pattern)
+        except regex.error as exc:
+            raise self.fail(f"`{path}` {pattern!r} is not a valid regular expression: {exc}. Fix it.") from None
+
+    # -- what the model receives -------------------------------------------------------------
+
+    def model_view(self, resolver: referencing.Resolver[Any]) -> dict[str, Any]:
+        view = _ModelView(self.specification).convert(self.schema, resolver, ())
+        return view if isinstance(view, dict) else {}
+
+    # -- the class ---------------------------------------------------------------------------
+
+    def make_class(self, envelope: bool) -> type[JsonSchemaObject | JsonSchemaValue]:
+        schema = self.schema
+        if not envelope and isinstance(schema, dict):
+            fields = _typed_fields(schema, self.name)
+            if fields is not None:
+                return create_model(  # type: ignore[call-overload, no-any-return]  # fields are computed
+                    self.name, __base__=JsonSchemaObject, __module__=__name__, **fields
+                )
+        root_cls: type[JsonSchemaValue] = type(
+            self.name, (JsonSchemaValue,), {"__module__": __name__, "__qualname__": self.name}
+        )
+        return root_cls
+
+
+def _pointer(path: Any) -> str:
+    return "/" + "/".join(str(p) for p in path) if path else "/"
+
+
+def _known_dialect(uri: str) -> bool:
+    try:
+        referencing.jsonschema.specification_with(uri)
+    except referencing.jsonschema.UnknownDialect:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabularies (2020-12) and the `regex` pattern keywords
+
+_V = "https://json-schema.org/draft/2020-12/vocab/"
+_VOCABULARIES: dict[str, frozenset[str]] = {
+    _V + "core": frozenset({"$ref", "$dynamicRef"}),
+    _V + "applicator": frozenset(
+        {
+            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
+            "items", "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+        }
+    ),
+    _V + "unevaluated": frozenset({"unevaluatedItems", "unevaluatedProperties"}),
+    _V + "validation": frozenset(
+        {
+            "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+            "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains",
+            "minContains", "maxProperties", "minProperties", "required", "dependentRequired",
+        }
+    ),
+    # `format` is asserted whichever of the two format vocabularies a metaschema names.
+    _V + "format-annotation": frozenset({"format"}),
+    _V + "format-assertion": frozenset({"format"}),
+    _V + "content": frozenset(),
+    _V + "meta-data": frozenset(),
+}  # fmt: skip
+
+_ANNOTATIONS = frozenset(
+    {
+        "$schema", "$id", "$anchor", "$dynamicAnchor", "$defs", "definitions", "$comment", "$vocabulary",
+        "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+        "contentEncoding", "contentMediaType", "contentSchema", "$recursiveRef", "$recursiveAnchor",
+        "dependencies", "additionalItems", "id",
+    }
+)  # fmt: skip
+
+
+def dialect_keywords(validator_cls: type[Any]) -> frozenset[str]:
+    """Every keyword the validator knows, plus the annotations: what a typo is compared against."""
+    return frozenset(validator_cls.VALIDATORS) | _ANNOTATIONS
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+def _re_compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _compiled(pattern).search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _ignored(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """A keyword of a vocabulary the schema's metaschema does not enable."""
+    return iter(())
+
+
+@functools.cache
+def _with_regex(base: type[Any], vocabularies: frozenset[str] | None) -> type[Any]:
+    """`base` with ECMA-262-like patterns (`regex` knows `\\p{...}`), restricted to `vocabularies` if given."""
+    changes: dict[str, Any] = {}
+    if "pattern" in base.VALIDATORS:
+        changes["pattern"] = _pattern
+    if "patternProperties" in base.VALIDATORS:
+        changes["patternProperties"] = _pattern_properties
+    if vocabularies is not None:
+        allowed = frozenset().union(*(_VOCABULARIES[v] for v in vocabularies))
+        changes |= {word: _ignored for word in base.VALIDATORS if word not in allowed}
+    return jsonschema.validators.extend(base, validators=changes, format_checker=_FORMATS)
+
+
+def _is_regex(instance: object) -> bool:
+    if isinstance(instance, str):
+        _compiled(instance)
+    return True
+
+
+_UCSCHAR = (
+    (0xA0, 0xD7FF), (0xE000, 0xF8FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF), (0x10000, 0x1FFFD), (0x20000, 0x2FFFD),
+    (0x30000, 0x3FFFD), (0x40000, 0x4FFFD), (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD),
+    (0x80000, 0x8FFFD), (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
+    (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD),
+)  # fmt: skip
+
+
+def iri_to_uri(iri: str) -> str | None:
+    """RFC 3987 §3.1: the URI an IRI maps to (non-ASCII `ucschar`/`iprivate` percent-encoded); None if it has others."""
+    out: list[str] = []
+    for char in iri:
+        code = ord(char)
+        if code < 0x80:
+            out.append(char)
+        elif any(low <= code <= high for low, high in _UCSCHAR):
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+        else:
+            return None
+    return "".join(out)
+
+
+def _iri_checker(rule: str) -> Any:
+    # `rfc3987-syntax`, jsonschema's own IRI checker, builds Earley parsers for seconds at import time;
+    # an IRI is valid exactly when the URI it maps to is, which `rfc3986-validator` checks.
+    def check(instance: object) -> bool:
+        if not isinstance(instance, str):
+            return True
+        uri = iri_to_uri(instance)
+        return uri is not None and bool(validate_rfc3986(uri, rule=rule))
+
+    return check
+
+
+# The formats of 2020-12, with `regex` checked by the engine that will match the patterns.
+_FORMATS = jsonschema.FormatChecker(formats=jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+_FORMATS.checks("regex", raises=regex.error)(_is_regex)
+for _name, _rule in (("iri", "URI"), ("iri-reference", "URI_reference")):
+    if _name not in _FORMATS.checkers:
+        _FORMATS.checks(_name)(_iri_checker(_rule))
+
+
+# ---------------------------------------------------------------------------------------------
+# Walking subschemas
+
+_ONE = ("additionalProperties", "contains", "else", "if", "not", "propertyNames", "then", "unevaluatedItems",
+        "unevaluatedProperties", "contentSchema", "additionalItems", "items")  # fmt: skip
+_MANY = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_BY_NAME = ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties", "dependencies")
+
+
+def _subschemas(schema: dict[str, Any], path: str) -> Iterator[tuple[str, Any]]:
+    for word in _ONE:
+        value = schema.get(word)
+        if isinstance(value, dict | bool):
+            yield f"{path}/{word}", value
+    for word in _MANY:
+        value = schema.get(word)
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                yield f"{path}/{word}/{index}", item
+    for word in _BY_NAME:
+        value = schema.get(word)
+        if isinstance(value, dict):
+            for name, item in value.items():
+                if isinstance(item, dict | bool):
+                    yield f"{path}/{word}/{name}", item
+
+
+class _ModelView:
+    """The schema as the model should see it: self-contained, refs inlined where they end."""
+
+    _DROP = frozenset(
+        {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs", "definitions", "$comment", "$vocabulary"}
+    )
+
+    def __init__(self, specification: referencing.Specification[Any]) -> None:
+        self.specification = specification
+
+    def convert(self, schema: Any, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> Any:
+        if schema is True:
+            return {}
+        if schema is False:
+            return {"not": {}}
+        if not isinstance(schema, dict):
+            return schema
+        if isinstance(schema.get("$id"), str) and stack:
+            resolver = resolver.in_subresource(
+                referencing.Resource.from_contents(schema, default_specification=self.specification)
+            )
+        out: dict[str, Any] = {}
+        for word, value in schema.items():
+            if word in self._DROP:
+                continue
+            if word in ("$ref", "$dynamicRef") and isinstance(value, str):
+                out.update(self.inline(value, resolver, stack))
+                continue
+            if word in _ONE and isinstance(value, dict | bool):
+                out[word] = self.convert(value, resolver, (*stack, id(schema)))
+            elif word in _MANY and isinstance(value, list):
+                out[word] = [self.convert(v, resolver, (*stack, id(schema))) for v in value]
+            elif word in _BY_NAME and isinstance(value, dict):
+                out[word] = {k: self.convert(v, resolver, (*stack, id(schema))) for k, v in value.items()}
+            else:
+                out[word] = value
+        return out
+
+    def inline(self, ref: str, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> dict[str, Any]:
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            return {}
+        target = resolved.contents
+        if id(target) in stack or len(stack) > 32:
+            # A recursive structure cannot be inlined: the model sees this part unconstrained, and
+            # validation (which follows the `$ref`) still enforces it.
+            return {"description": f"Recursive: the same structure as {ref!r}."}
+        converted = self.convert(target, resolved.resolver, (*stack, id(target)))
+        return {"allOf": [converted]} if converted else {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed fields where the schema maps cleanly
+
+
+def _typed_fields(schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """Fields for an object schema whose property names are usable as attributes; else None.
+
+    The annotations may be looser than the schema (`Any` for what does not map) but never
+    stricter: the JSON Schema validator has already accepted the value when they apply.
+    """
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
+        return None
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    fields: dict[str, Any] = {}
+    for prop, sub in properties.items():
+        if not _usable_name(prop):
+            return None
+        annotation = _annotation(sub, f"{name}_{prop}")
+        description = sub.get("description") if isinstance(sub, dict) else None
+        if prop in required:
+            fields[prop] = (annotation, Field(description=description))
+        else:
+            fields[prop] = (annotation | None, Field(default=None, description=description))
+    return fields
+
+
+def _usable_name(prop: str) -> bool:
+    return (
+        prop.isidentifier()
+        and not prop.startswith("_")
+        and not keyword.iskeyword(prop)
+        and not hasattr(JsonSchemaObject, prop)
+        and not prop.startswith("model_")
+    )
+
+
+_SIMPLE: dict[str, Any] = {"string": str, "integer": int, "number": int | float, "boolean": bool, "null": type(None)}
+_REF_WORDS = frozenset({"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else"})
+
+
+def _annotation(schema: Any, name: str) -> Any:
+    if not isinstance(schema, dict) or _REF_WORDS & set(schema):
+        return Any
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if not kinds or not all(isinstance(k, str) for k in kinds):
+        return Any
+    options: list[Any] = []
+    for each in kinds:
+        if each in _SIMPLE:
+            enum = schema.get("enum")
+            if each == "string" and isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+                options.append(Literal.__getitem__(tuple(enum)))  # type: ignore[attr-defined]  # runtime Literal
+            else:
+                options.append(_SIMPLE[each])
+        elif each == "array":
+            items = schema.get("items")
+            options.append(list[_annotation(items, name) if items is not None else Any])  # type: ignore[misc]
+        elif each == "object":
+            nested = _typed_fields(schema, name)
+            if nested is None:
+                options.append(dict[str, Any])
+            else:
+                options.append(create_model(name, __base__=_Nested, __module__=__name__, **nested))  # type: ignore[call-overload]
+        else:
+            return Any
+    result = options[0]
+    for option in options[1:]:
+        result = result | option
+    return result
