@@ -137,7 +137,7 @@ class LLMInteractionManager:
                 return cached[0]
             agent: Agent[None, Any] = Agent(
                 self.handler.build(call.model),
-                output_type=_output_spec(call.output_cls, call.mode),
+                output_type=output_spec(call.output_cls, call.mode),
                 name=f"atomtask:{call.template}",
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
@@ -163,7 +163,8 @@ class LLMInteractionManager:
         return CallOutcome(output=None, content=content, attempts=attempts, usage=_total(attempts), error=error)
 
 
-def _output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
+def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
+    """The pydantic-ai output type for `output_cls` in `mode` (`str` for text)."""
     if output_cls is None:
         return str
     if mode is OutputMode.NATIVE:

@@ -52,6 +52,7 @@ from pydantic import (
     create_model,
     model_validator,
 )
+from pydantic.errors import PydanticUserError
 from pydantic_core import PydanticCustomError
 from rfc3986_validator import validate_rfc3986
 
@@ -275,6 +276,10 @@ class _Builder:
         cls.json_schema_validator = validator
         cls.json_schema_envelope = envelope
         cls.__doc__ = self.definition.description or f"The JSON Schema {self.name!r}."
+        try:
+            cls.model_json_schema()  # what pydantic-ai will ask for when it builds the output tool
+        except (PydanticUserError, KeyError, TypeError) as exc:
+            raise self.fail(f"the schema cannot be given to a model ({exc!r}). Simplify it.") from None
         return cls
 
     # -- dialect and vocabularies ------------------------------------------------------------
@@ -395,6 +400,8 @@ class _Builder:
 
     def model_view(self, resolver: referencing.Resolver[Any]) -> dict[str, Any]:
         view = _ModelView(self.specification).convert(self.schema, resolver, ())
+        if view is False:
+            return {"not": {}}
         return view if isinstance(view, dict) else {}
 
     # -- the class ---------------------------------------------------------------------------
@@ -601,34 +608,39 @@ class _ModelView:
         self.specification = specification
 
     def convert(self, schema: Any, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> Any:
-        if schema is True:
-            return {}
-        if schema is False:
-            return {"not": {}}
         if not isinstance(schema, dict):
-            return schema
+            return schema  # `true` / `false` subschemas are sent as they are
         if isinstance(schema.get("$id"), str) and stack:
             resolver = resolver.in_subresource(
                 referencing.Resource.from_contents(schema, default_specification=self.specification)
             )
+        inner = (*stack, id(schema))
         out: dict[str, Any] = {}
+        targets: list[Any] = []
         for word, value in schema.items():
             if word in self._DROP:
                 continue
             if word in ("$ref", "$dynamicRef") and isinstance(value, str):
-                out.update(self.inline(value, resolver, stack))
-                continue
-            if word in _ONE and isinstance(value, dict | bool):
-                out[word] = self.convert(value, resolver, (*stack, id(schema)))
+                targets.append(self.inline(value, resolver, inner))
+            elif word in _ONE and isinstance(value, dict | bool):
+                out[word] = self.convert(value, resolver, inner)
             elif word in _MANY and isinstance(value, list):
-                out[word] = [self.convert(v, resolver, (*stack, id(schema))) for v in value]
+                out[word] = [self.convert(v, resolver, inner) for v in value]
             elif word in _BY_NAME and isinstance(value, dict):
-                out[word] = {k: self.convert(v, resolver, (*stack, id(schema))) for k, v in value.items()}
+                out[word] = {k: self.convert(v, resolver, inner) for k, v in value.items()}
+            elif word != "examples" and _has_ref_key(value):
+                # Pydantic's schema generator takes any `{"$ref": "..."}` for a reference of its own and
+                # fails; the value stays enforced by validation, and the model is told in words.
+                out["description"] = f"{out.get('description', '')} `{word}`: {json.dumps(value)}".strip()
             else:
                 out[word] = value
+        if targets and not out and len(targets) == 1:
+            return targets[0]  # a bare `$ref`: the model sees the target itself
+        if targets:
+            out["allOf"] = [*out.get("allOf", []), *targets]
         return out
 
-    def inline(self, ref: str, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> dict[str, Any]:
+    def inline(self, ref: str, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> Any:
         try:
             resolved = resolver.lookup(ref)
         except referencing.exceptions.Unresolvable:
@@ -638,8 +650,15 @@ class _ModelView:
             # A recursive structure cannot be inlined: the model sees this part unconstrained, and
             # validation (which follows the `$ref`) still enforces it.
             return {"description": f"Recursive: the same structure as {ref!r}."}
-        converted = self.convert(target, resolved.resolver, (*stack, id(target)))
-        return {"allOf": [converted]} if converted else {}
+        return self.convert(target, resolved.resolver, (*stack, id(target)))
+
+
+def _has_ref_key(value: Any) -> bool:
+    if isinstance(value, dict):
+        return isinstance(value.get("$ref"), str) or any(_has_ref_key(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_ref_key(v) for v in value)
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
