@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import keyword
 import re
 import threading
@@ -563,7 +564,10 @@ def _iri_checker(rule: str) -> Any:
 
 
 # The formats of 2020-12, with `regex` checked by the engine that will match the patterns.
-_FORMATS = jsonschema.FormatChecker(formats=jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+# (A copy of the draft's own checkers: `FormatChecker(formats=...)` would look the names up in the
+# registry shared by all drafts, where e.g. draft 3's `time` has no offset.)
+_FORMATS = jsonschema.FormatChecker(formats=())
+_FORMATS.checkers = dict(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
 _FORMATS.checks("regex", raises=regex.error)(_is_regex)
 for _name, _rule in (("iri", "URI"), ("iri-reference", "URI_reference")):
     if _name not in _FORMATS.checkers:

@@ -85,7 +85,11 @@ def import_schema_class(
         ) from None
     found = getattr(module, attribute, None)
     if found is None:
-        models = [n for n, v in vars(module).items() if inspect.isclass(v) and issubclass(v, BaseModel)]
+        models = [
+            n
+            for n, v in vars(module).items()
+            if inspect.isclass(v) and issubclass(v, BaseModel) and v.__module__ == module.__name__
+        ]
         raise SchemaError(
             f"Module {module_name!r} has no class {attribute!r} (named in {where}).{did_you_mean(attribute, models)} "
             f"Pydantic models there: {', '.join(sorted(models)) or 'none'}.",
