@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         n = len(result.outcomes)
         pct = 100.0 * result.agree / n if n else 100.0
         print(
-            f"{result.file:<{width}}  {result.agree:>5}/{n:<5} {pct:6.1f}  {result.refused_schemas:>7}  {result.by_design:>9}"
+            f"{result.file:<{width}}  {result.agree:>5}/{n:<5} {pct:6.1f}  "
+            f"{result.refused_schemas:>7}  {result.by_design:>9}"
         )
         agree, total = agree + result.agree, total + n
         refused, by_design = refused + result.refused_schemas, by_design + result.by_design

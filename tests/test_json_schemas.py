@@ -128,8 +128,9 @@ def test_composition_errors_name_the_closest_branch() -> None:
     cls = build({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer"}]})
     with pytest.raises(ValidationError) as raised:
         cls.model_validate({"response": "abc"})
-    assert "not valid under any of the given schemas (closest: at `$`: 'abc' is not of type 'integer')" in (
-        raised.value.errors()[0]["msg"]
+    assert (
+        "not valid under any of the given schemas (closest: at `$`: 'abc' is not of type 'integer')"
+        in (raised.value.errors()[0]["msg"])
     )
 
 

@@ -84,7 +84,10 @@ def test_nothing_is_importable_by_default() -> None:
     [
         ("{pkg}.schemas.Contact", "is malformed; write it as `package.module:ClassName`"),
         (".relative:Contact", "is malformed"),
-        ("{pkg}.schemas:Contcat", "has no class 'Contcat' (named in a schema). Did you mean 'Contact' or 'Contract'? Pydantic models there: Contact, "),
+        (
+            "{pkg}.schemas:Contcat",
+            "has no class 'Contcat' (named in a schema). Did you mean 'Contact' or 'Contract'? Pydantic models there: Contact, ",
+        ),
         ("{pkg}.schemas:NOT_A_MODEL", "is not a Pydantic model class"),
         ("{pkg}.missing:Contact", "Cannot import module '{pkg}.missing'"),
     ],

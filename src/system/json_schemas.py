@@ -31,7 +31,7 @@ import re
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import attrs
 import jsonschema
@@ -54,6 +54,9 @@ from pydantic import (
     model_validator,
 )
 from pydantic.errors import PydanticUserError
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # not re-exported by `referencing`, only needed for annotations
 from pydantic_core import PydanticCustomError
 from rfc3986_validator import validate_rfc3986
 
@@ -77,7 +80,7 @@ _MAX_REPORTED_ERRORS = 8
 class JsonSchemaResources:
     """Documents that `$ref`s may point to, by URI (a `referencing` registry, never the network)."""
 
-    documents: Mapping[str, Any] = attrs.field(factory=dict, converter=lambda d: dict(d))
+    documents: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     def with_document(self, uri: str, contents: Any) -> JsonSchemaResources:
         """A copy that also holds `contents` under `uri`."""
@@ -245,7 +248,8 @@ class _Builder:
             validator_cls.check_schema(self.schema, format_checker=_FORMATS)
         except jsonschema.SchemaError as exc:
             raise self.fail(
-                f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. Fix the schema."
+                f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. "
+                "Fix the schema."
             ) from None
         root = referencing.Resource.from_contents(self.schema, default_specification=self.specification)
         resolver = self.registry.resolver_with_root(root)
@@ -332,7 +336,7 @@ class _Builder:
 
     # -- the load-time walk ------------------------------------------------------------------
 
-    def walk(self, schema: Any, resolver: referencing.Resolver[Any], path: str, known: frozenset[str]) -> None:
+    def walk(self, schema: Any, resolver: Resolver[Any], path: str, known: frozenset[str]) -> None:
         if not isinstance(schema, dict):
             return
         if path and isinstance(schema.get("$id"), str):
@@ -399,7 +403,7 @@ class _Builder:
 
     # -- what the model receives -------------------------------------------------------------
 
-    def model_view(self, resolver: referencing.Resolver[Any]) -> dict[str, Any]:
+    def model_view(self, resolver: Resolver[Any]) -> dict[str, Any]:
         view = _ModelView(self.specification).convert(self.schema, resolver, ())
         if view is False:
             return {"not": {}}
@@ -412,9 +416,10 @@ class _Builder:
         if not envelope and isinstance(schema, dict):
             fields = _typed_fields(schema, self.name)
             if fields is not None:
-                return create_model(  # type: ignore[call-overload, no-any-return]  # fields are computed
+                typed: type[JsonSchemaObject] = create_model(
                     self.name, __base__=JsonSchemaObject, __module__=__name__, **fields
                 )
+                return typed
         root_cls: type[JsonSchemaValue] = type(
             self.name, (JsonSchemaValue,), {"__module__": __name__, "__qualname__": self.name}
         )
@@ -520,7 +525,11 @@ def _with_regex(base: type[Any], vocabularies: frozenset[str] | None) -> type[An
     if vocabularies is not None:
         allowed = frozenset().union(*(_VOCABULARIES[v] for v in vocabularies))
         changes |= {word: _ignored for word in base.VALIDATORS if word not in allowed}
-    return jsonschema.validators.extend(base, validators=changes, format_checker=_FORMATS)
+    # `extend` is jsonschema's supported way to swap keyword implementations (its stubs leave it untyped).
+    extended: type[Any] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped in the stubs
+        base, validators=changes, format_checker=_FORMATS
+    )
+    return extended
 
 
 def _is_regex(instance: object) -> bool:
@@ -611,7 +620,7 @@ class _ModelView:
     def __init__(self, specification: referencing.Specification[Any]) -> None:
         self.specification = specification
 
-    def convert(self, schema: Any, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> Any:
+    def convert(self, schema: Any, resolver: Resolver[Any], stack: tuple[int, ...]) -> Any:
         if not isinstance(schema, dict):
             return schema  # `true` / `false` subschemas are sent as they are
         if isinstance(schema.get("$id"), str) and stack:
@@ -644,7 +653,7 @@ class _ModelView:
             out["allOf"] = [*out.get("allOf", []), *targets]
         return out
 
-    def inline(self, ref: str, resolver: referencing.Resolver[Any], stack: tuple[int, ...]) -> Any:
+    def inline(self, ref: str, resolver: Resolver[Any], stack: tuple[int, ...]) -> Any:
         try:
             resolved = resolver.lookup(ref)
         except referencing.exceptions.Unresolvable:
@@ -678,7 +687,8 @@ def _typed_fields(schema: dict[str, Any], name: str) -> dict[str, Any] | None:
     properties = schema.get("properties")
     if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
         return None
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required_value = schema.get("required")
+    required: list[Any] = required_value if isinstance(required_value, list) else []
     fields: dict[str, Any] = {}
     for prop, sub in properties.items():
         if not _usable_name(prop):
@@ -718,18 +728,18 @@ def _annotation(schema: Any, name: str) -> Any:
         if each in _SIMPLE:
             enum = schema.get("enum")
             if each == "string" and isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-                options.append(Literal.__getitem__(tuple(enum)))  # type: ignore[attr-defined]  # runtime Literal
+                options.append(Literal.__getitem__(tuple(enum)))
             else:
                 options.append(_SIMPLE[each])
         elif each == "array":
             items = schema.get("items")
-            options.append(list[_annotation(items, name) if items is not None else Any])  # type: ignore[misc]
+            options.append(list.__class_getitem__(_annotation(items, name) if items is not None else Any))
         elif each == "object":
             nested = _typed_fields(schema, name)
             if nested is None:
                 options.append(dict[str, Any])
             else:
-                options.append(create_model(name, __base__=_Nested, __module__=__name__, **nested))  # type: ignore[call-overload]
+                options.append(create_model(name, __base__=_Nested, __module__=__name__, **nested))
         else:
             return Any
     result = options[0]

@@ -218,7 +218,7 @@ def _located(
     try:
         declaration = kind.model_validate(doc)
     except ValidationError as exc:
-        raise _validation_error(SchemaError, "schema", doc, exc, loader, location) from None
+        raise _validation_error(SchemaError, "schema", doc, exc, loader, location, keys=kind.model_fields) from None
     node = loader.nodes.get(id(doc))
     key = "json_schema" if kind is JsonSchemaDef else "python"
     declaration.location = node.keys.get(key, location) if node is not None else location
@@ -232,6 +232,7 @@ def _validation_error(
     exc: ValidationError,
     loader: _LocatingLoader,
     location: SourceLocation,
+    keys: Iterable[str] | None = None,
 ) -> UsageError:
     """Turn pydantic's error into one message pointing at the offending key's line."""
     err = exc.errors()[0]
@@ -251,7 +252,8 @@ def _validation_error(
     dotted = ".".join(str(p) for p in loc_path)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden" and len(loc_path) == 1:
-        valid = ", ".join(Template.model_fields if what == "template" else SchemaDef.model_fields)
+        valid = ", ".join(k for k in keys or (Template.model_fields if what == "template" else SchemaDef.model_fields))
+        valid = valid.replace(", base_uri", "")
         message = f"unknown key; valid keys: {valid}"
     elif err["type"] == "missing":
         message = "required key is missing"

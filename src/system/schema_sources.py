@@ -155,13 +155,13 @@ def register_schema_sources(
         cls = build_json_schema_model(definition, resources=models.json_resources)
         models.register(cls, definition.name, location=definition.location)
     for reference in python_schemas:
-        cls = import_schema_class(
+        python_cls = import_schema_class(
             reference.python,
             importable=models.importable,
             location=reference.location,
             where=f"schema {reference.name!r}",
         )
-        models.register(cls, reference.name, location=reference.location)
+        models.register(python_cls, reference.name, location=reference.location)
 
 
 def _file_uri(location: SourceLocation | None) -> str | None:
