@@ -86,7 +86,8 @@ def test_nothing_is_importable_by_default() -> None:
         (".relative:Contact", "is malformed"),
         (
             "{pkg}.schemas:Contcat",
-            "has no class 'Contcat' (named in a schema). Did you mean 'Contact' or 'Contract'? Pydantic models there: Contact, ",
+            "has no class 'Contcat' (named in a schema). Did you mean 'Contact' or 'Contract'? "
+            "Pydantic models there: Contact, Contract.",
         ),
         ("{pkg}.schemas:NOT_A_MODEL", "is not a Pydantic model class"),
         ("{pkg}.missing:Contact", "Cannot import module '{pkg}.missing'"),
