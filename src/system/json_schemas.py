@@ -30,7 +30,7 @@ import keyword
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import attrs
@@ -67,6 +67,7 @@ __all__ = [
     "JsonSchemaValue",
     "build_json_schema_model",
     "checked_formats",
+    "format_validator",
     "iri_to_uri",
 ]
 
@@ -103,6 +104,17 @@ class JsonSchemaResources:
 def checked_formats() -> frozenset[str]:
     """The `format` values that are enforced (the installed checkers of `jsonschema`)."""
     return frozenset(_FORMATS.checkers)
+
+
+def format_validator(fmt: str) -> Callable[[Any], Any]:
+    """A Pydantic after-validator asserting the JSON Schema `format` `fmt` on strings (None passes)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not _FORMATS.conforms(value, fmt):
+            raise PydanticCustomError("format", "{detail}", {"detail": f"{value!r} is not a valid {fmt!r}"})
+        return value
+
+    return check
 
 
 # ---------------------------------------------------------------------------------------------
