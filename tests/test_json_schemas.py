@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 from atomtask import OutputFormat, TaskSystem, Template
 from atomtask.system.errors import SchemaError, SourceLocation
+from atomtask.system.json_schema_dialects import checked_formats, iri_to_uri
 from atomtask.system.json_schemas import (
     JsonSchemaObject,
     JsonSchemaResources,
     JsonSchemaValue,
     build_json_schema_model,
-    checked_formats,
-    iri_to_uri,
 )
 from atomtask.system.schema_sources import JsonSchemaDef
 from pydantic import BaseModel, ValidationError
@@ -351,3 +350,16 @@ def test_refusals_carry_the_declaration_location() -> None:
         build_json_schema_model(definition)
     assert str(raised.value).startswith("schemas.yaml:4:3: JSON Schema 'X'")
     assert ["email"] == raised.value.suggestions
+
+
+def test_stdlib_only_pattern_with_unevaluated_properties_is_refused() -> None:
+    """A `\\p{...}` pattern property alongside `unevaluatedProperties` anywhere cannot be applied exactly."""
+    schema = {"allOf": [{"patternProperties": {"^\\p{L}+$": {}}}], "unevaluatedProperties": False}
+    assert "cannot apply when it works out `additionalProperties` or `unevaluatedProperties`" in str(refusal(schema))
+
+
+def test_array_schema_gives_the_list_in_root() -> None:
+    """An array schema's answer is the validated list itself."""
+    cls = build({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
+    assert [1, 2] == cls.model_validate({"response": [1, 2]}).root  # type: ignore[attr-defined]  # a RootModel
+    assert not valid(cls, [1, 1])

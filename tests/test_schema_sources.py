@@ -213,3 +213,19 @@ def test_registry_documents_feed_refs() -> None:
     registry = ModelRegistry()
     registry.add_json_document("https://example.org/n.json", {"type": "integer"})
     assert "https://example.org/n.json" in registry.json_resources.documents
+
+
+def test_invalid_inline_json_schema_names_the_template() -> None:
+    """An inline `json_schema` that is neither an object nor a boolean is refused, naming the template."""
+    system = TaskSystem()
+    schema = {"json_schema": "an integer"}
+    with pytest.raises(SchemaError, match="Inline JSON Schema of template 't' is invalid: `json_schema"):
+        system.register(Template(name="t", instructions="x", output_format=OutputFormat(type="json", schema=schema)))
+
+
+def test_base_uri_is_not_a_yaml_key(tmp_path: Path) -> None:
+    """`base_uri` is set from the file, never declared: declaring it is refused."""
+    source = tmp_path / "s.yaml"
+    source.write_text("name: X\njson_schema: {}\nbase_uri: https://evil.example/\n")
+    with pytest.raises(SchemaError, match="`base_uri` is not a schema key"):
+        TaskSystem().load(source)

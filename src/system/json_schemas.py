@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import keyword
-import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import attrs
 import jsonschema
@@ -41,24 +39,32 @@ import referencing.exceptions
 import referencing.jsonschema
 import regex
 from atomtask.system.errors import SchemaError, did_you_mean, near_names
+from atomtask.system.json_schema_dialects import (
+    FORMAT_CHECKER,
+    VOCABULARIES,
+    checked_formats,
+    compiled_pattern,
+    dialect_keywords,
+    re_compiles,
+    validator_class,
+)
+from atomtask.system.json_schema_views import ModelView, subschemas, typed_fields
 from atomtask.system.schema_sources import JsonSchemaDef
 from atomtask.system.schemas import _canonical
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     ModelWrapValidatorHandler,
     RootModel,
     create_model,
     model_validator,
 )
 from pydantic.errors import PydanticUserError
+from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by `referencing`, only needed for annotations
-from pydantic_core import PydanticCustomError
-from rfc3986_validator import validate_rfc3986
 
 __all__ = [
     "JsonSchemaModel",
@@ -66,9 +72,6 @@ __all__ = [
     "JsonSchemaResources",
     "JsonSchemaValue",
     "build_json_schema_model",
-    "checked_formats",
-    "format_validator",
-    "iri_to_uri",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any] | bool
@@ -99,22 +102,6 @@ class JsonSchemaResources:
             (uri, referencing.Resource.from_contents(doc, default_specification=referencing.jsonschema.DRAFT202012))
             for uri, doc in self.documents.items()
         )
-
-
-def checked_formats() -> frozenset[str]:
-    """The `format` values that are enforced (the installed checkers of `jsonschema`)."""
-    return frozenset(_FORMATS.checkers)
-
-
-def format_validator(fmt: str) -> Callable[[Any], Any]:
-    """A Pydantic after-validator asserting the JSON Schema `format` `fmt` on strings (None passes)."""
-
-    def check(value: Any) -> Any:
-        if isinstance(value, str) and not _FORMATS.conforms(value, fmt):
-            raise PydanticCustomError("format", "{detail}", {"detail": f"{value!r} is not a valid {fmt!r}"})
-        return value
-
-    return check
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,10 +166,6 @@ class JsonSchemaValue(_JsonSchemaClass, RootModel[Any]):
 
 
 JsonSchemaModel: TypeAlias = JsonSchemaObject | JsonSchemaValue
-
-
-class _Nested(BaseModel):
-    model_config = ConfigDict(extra="allow", protected_namespaces=())
 
 
 def _describe(errors: list[jsonschema.ValidationError]) -> str:
@@ -257,7 +240,7 @@ class _Builder:
             )
         validator_cls = self.validator_class()
         try:
-            validator_cls.check_schema(self.schema, format_checker=_FORMATS)
+            validator_cls.check_schema(self.schema, format_checker=FORMAT_CHECKER)
         except jsonschema.SchemaError as exc:
             raise self.fail(
                 f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. "
@@ -273,7 +256,7 @@ class _Builder:
         validator = validator_cls(
             self.schema,
             registry=self.registry,
-            format_checker=_FORMATS,
+            format_checker=FORMAT_CHECKER,
         )
         for_model = self.model_view(resolver)
         envelope = for_model.get("type") != "object"
@@ -331,20 +314,20 @@ class _Builder:
         declared = self.schema.get("$schema") if isinstance(self.schema, dict) else None
         if not isinstance(declared, str) or _known_dialect(declared):
             base = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
-            return _with_regex(base, None)
+            return validator_class(base, None)
         meta = self.metaschema(declared)
         vocabularies = meta.get("$vocabulary") if isinstance(meta, dict) else None
         base = jsonschema.validators.validator_for(meta, default=jsonschema.Draft202012Validator)
         if not isinstance(vocabularies, dict):
-            return _with_regex(base, None)
-        unknown = sorted(v for v, required in vocabularies.items() if v not in _VOCABULARIES and required)
+            return validator_class(base, None)
+        unknown = sorted(v for v, required in vocabularies.items() if v not in VOCABULARIES and required)
         if unknown:
             raise self.fail(
                 f"its metaschema {declared!r} requires vocabularies this library does not implement: "
                 f"{', '.join(unknown)}. Drop them from `$vocabulary` or mark them `false`."
             )
-        enabled = frozenset(v for v in vocabularies if v in _VOCABULARIES)
-        return _with_regex(base, enabled)
+        enabled = frozenset(v for v in vocabularies if v in VOCABULARIES)
+        return validator_class(base, enabled)
 
     # -- the load-time walk ------------------------------------------------------------------
 
@@ -378,7 +361,7 @@ class _Builder:
         if isinstance(schema.get("patternProperties"), dict):
             for pattern in schema["patternProperties"]:
                 self.check_pattern(pattern, f"{path}/patternProperties")
-                if not _re_compiles(pattern):
+                if not re_compiles(pattern):
                     self.stdlib_only.append((pattern, f"{path}/patternProperties"))
                     if "additionalProperties" in schema:
                         self.refuse_stdlib_only()
@@ -396,7 +379,7 @@ class _Builder:
                     "ignored by JSON Schema, so a misspelt one would silently not be enforced.",
                     suggestions=close,
                 )
-        for sub_path, sub in _subschemas(schema, path):
+        for sub_path, sub in subschemas(schema, path):
             self.walk(sub, resolver, sub_path, known)
 
     def refuse_stdlib_only(self) -> None:
@@ -409,14 +392,14 @@ class _Builder:
 
     def check_pattern(self, pattern: str, path: str) -> None:
         try:
-            _compiled(pattern)
+            compiled_pattern(pattern)
         except regex.error as exc:
             raise self.fail(f"`{path}` {pattern!r} is not a valid regular expression: {exc}. Fix it.") from None
 
     # -- what the model receives -------------------------------------------------------------
 
     def model_view(self, resolver: Resolver[Any]) -> dict[str, Any]:
-        view = _ModelView(self.specification).convert(self.schema, resolver, ())
+        view = ModelView(self.specification).convert(self.schema, resolver, ())
         if view is False:
             return {"not": {}}
         return view if isinstance(view, dict) else {}
@@ -426,7 +409,7 @@ class _Builder:
     def make_class(self, envelope: bool) -> type[JsonSchemaObject | JsonSchemaValue]:
         schema = self.schema
         if not envelope and isinstance(schema, dict):
-            fields = _typed_fields(schema, self.name)
+            fields = typed_fields(schema, self.name)
             if fields is not None:
                 typed: type[JsonSchemaObject] = create_model(
                     self.name, __base__=JsonSchemaObject, __module__=__name__, **fields
@@ -448,313 +431,3 @@ def _known_dialect(uri: str) -> bool:
     except referencing.jsonschema.UnknownDialect:
         return False
     return True
-
-
-# ---------------------------------------------------------------------------------------------
-# Vocabularies (2020-12) and the `regex` pattern keywords
-
-_V = "https://json-schema.org/draft/2020-12/vocab/"
-_VOCABULARIES: dict[str, frozenset[str]] = {
-    _V + "core": frozenset({"$ref", "$dynamicRef"}),
-    _V + "applicator": frozenset(
-        {
-            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
-            "items", "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
-        }
-    ),
-    _V + "unevaluated": frozenset({"unevaluatedItems", "unevaluatedProperties"}),
-    _V + "validation": frozenset(
-        {
-            "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-            "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains",
-            "minContains", "maxProperties", "minProperties", "required", "dependentRequired",
-        }
-    ),
-    # `format` is asserted whichever of the two format vocabularies a metaschema names.
-    _V + "format-annotation": frozenset({"format"}),
-    _V + "format-assertion": frozenset({"format"}),
-    _V + "content": frozenset(),
-    _V + "meta-data": frozenset(),
-}  # fmt: skip
-
-_ANNOTATIONS = frozenset(
-    {
-        "$schema", "$id", "$anchor", "$dynamicAnchor", "$defs", "definitions", "$comment", "$vocabulary",
-        "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-        "contentEncoding", "contentMediaType", "contentSchema", "$recursiveRef", "$recursiveAnchor",
-        "dependencies", "additionalItems", "id",
-    }
-)  # fmt: skip
-
-
-def dialect_keywords(validator_cls: type[Any]) -> frozenset[str]:
-    """Every keyword the validator knows, plus the annotations: what a typo is compared against."""
-    return frozenset(validator_cls.VALIDATORS) | _ANNOTATIONS
-
-
-@functools.lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> regex.Pattern[str]:
-    return regex.compile(pattern)
-
-
-def _re_compiles(pattern: str) -> bool:
-    try:
-        re.compile(pattern)
-    except re.error:
-        return False
-    return True
-
-
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
-    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(
-    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
-) -> Iterator[jsonschema.ValidationError]:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _compiled(pattern).search(key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _ignored(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
-    """A keyword of a vocabulary the schema's metaschema does not enable."""
-    return iter(())
-
-
-@functools.cache
-def _with_regex(base: type[Any], vocabularies: frozenset[str] | None) -> type[Any]:
-    """`base` with ECMA-262-like patterns (`regex` knows `\\p{...}`), restricted to `vocabularies` if given."""
-    changes: dict[str, Any] = {}
-    if "pattern" in base.VALIDATORS:
-        changes["pattern"] = _pattern
-    if "patternProperties" in base.VALIDATORS:
-        changes["patternProperties"] = _pattern_properties
-    if vocabularies is not None:
-        allowed = frozenset().union(*(_VOCABULARIES[v] for v in vocabularies))
-        changes |= {word: _ignored for word in base.VALIDATORS if word not in allowed}
-    # `extend` is jsonschema's supported way to swap keyword implementations (its stubs leave it untyped).
-    extended: type[Any] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped in the stubs
-        base, validators=changes, format_checker=_FORMATS
-    )
-    return extended
-
-
-def _is_regex(instance: object) -> bool:
-    if isinstance(instance, str):
-        _compiled(instance)
-    return True
-
-
-_UCSCHAR = (
-    (0xA0, 0xD7FF), (0xE000, 0xF8FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF), (0x10000, 0x1FFFD), (0x20000, 0x2FFFD),
-    (0x30000, 0x3FFFD), (0x40000, 0x4FFFD), (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD),
-    (0x80000, 0x8FFFD), (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
-    (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD),
-)  # fmt: skip
-
-
-def iri_to_uri(iri: str) -> str | None:
-    """RFC 3987 §3.1: the URI an IRI maps to (non-ASCII `ucschar`/`iprivate` percent-encoded); None if it has others."""
-    out: list[str] = []
-    for char in iri:
-        code = ord(char)
-        if code < 0x80:
-            out.append(char)
-        elif any(low <= code <= high for low, high in _UCSCHAR):
-            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
-        else:
-            return None
-    return "".join(out)
-
-
-def _iri_checker(rule: str) -> Any:
-    # `rfc3987-syntax`, jsonschema's own IRI checker, builds Earley parsers for seconds at import time;
-    # an IRI is valid exactly when the URI it maps to is, which `rfc3986-validator` checks.
-    def check(instance: object) -> bool:
-        if not isinstance(instance, str):
-            return True
-        uri = iri_to_uri(instance)
-        return uri is not None and bool(validate_rfc3986(uri, rule=rule))
-
-    return check
-
-
-# The formats of 2020-12, with `regex` checked by the engine that will match the patterns.
-# (A copy of the draft's own checkers: `FormatChecker(formats=...)` would look the names up in the
-# registry shared by all drafts, where e.g. draft 3's `time` has no offset.)
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checkers = dict(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
-_FORMATS.checks("regex", raises=regex.error)(_is_regex)
-for _name, _rule in (("iri", "URI"), ("iri-reference", "URI_reference")):
-    if _name not in _FORMATS.checkers:
-        _FORMATS.checks(_name)(_iri_checker(_rule))
-
-
-# ---------------------------------------------------------------------------------------------
-# Walking subschemas
-
-_ONE = ("additionalProperties", "contains", "else", "if", "not", "propertyNames", "then", "unevaluatedItems",
-        "unevaluatedProperties", "contentSchema", "additionalItems", "items")  # fmt: skip
-_MANY = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_BY_NAME = ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties", "dependencies")
-
-
-def _subschemas(schema: dict[str, Any], path: str) -> Iterator[tuple[str, Any]]:
-    for word in _ONE:
-        value = schema.get(word)
-        if isinstance(value, dict | bool):
-            yield f"{path}/{word}", value
-    for word in _MANY:
-        value = schema.get(word)
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                yield f"{path}/{word}/{index}", item
-    for word in _BY_NAME:
-        value = schema.get(word)
-        if isinstance(value, dict):
-            for name, item in value.items():
-                if isinstance(item, dict | bool):
-                    yield f"{path}/{word}/{name}", item
-
-
-class _ModelView:
-    """The schema as the model should see it: self-contained, refs inlined where they end."""
-
-    _DROP = frozenset(
-        {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs", "definitions", "$comment", "$vocabulary"}
-    )
-
-    def __init__(self, specification: referencing.Specification[Any]) -> None:
-        self.specification = specification
-
-    def convert(self, schema: Any, resolver: Resolver[Any], stack: tuple[int, ...]) -> Any:
-        if not isinstance(schema, dict):
-            return schema  # `true` / `false` subschemas are sent as they are
-        if isinstance(schema.get("$id"), str) and stack:
-            resolver = resolver.in_subresource(
-                referencing.Resource.from_contents(schema, default_specification=self.specification)
-            )
-        inner = (*stack, id(schema))
-        out: dict[str, Any] = {}
-        targets: list[Any] = []
-        for word, value in schema.items():
-            if word in self._DROP:
-                continue
-            if word in ("$ref", "$dynamicRef") and isinstance(value, str):
-                targets.append(self.inline(value, resolver, inner))
-            elif word in _ONE and isinstance(value, dict | bool):
-                out[word] = self.convert(value, resolver, inner)
-            elif word in _MANY and isinstance(value, list):
-                out[word] = [self.convert(v, resolver, inner) for v in value]
-            elif word in _BY_NAME and isinstance(value, dict):
-                out[word] = {k: self.convert(v, resolver, inner) for k, v in value.items()}
-            elif word != "examples" and _has_ref_key(value):
-                # Pydantic's schema generator takes any `{"$ref": "..."}` for a reference of its own and
-                # fails; the value stays enforced by validation, and the model is told in words.
-                out["description"] = f"{out.get('description', '')} `{word}`: {json.dumps(value)}".strip()
-            else:
-                out[word] = value
-        if targets and not out and len(targets) == 1:
-            return targets[0]  # a bare `$ref`: the model sees the target itself
-        if targets:
-            out["allOf"] = [*out.get("allOf", []), *targets]
-        return out
-
-    def inline(self, ref: str, resolver: Resolver[Any], stack: tuple[int, ...]) -> Any:
-        try:
-            resolved = resolver.lookup(ref)
-        except referencing.exceptions.Unresolvable:
-            return {}
-        target = resolved.contents
-        if id(target) in stack or len(stack) > 32:
-            # A recursive structure cannot be inlined: the model sees this part unconstrained, and
-            # validation (which follows the `$ref`) still enforces it.
-            return {"description": f"Recursive: the same structure as {ref!r}."}
-        return self.convert(target, resolved.resolver, (*stack, id(target)))
-
-
-def _has_ref_key(value: Any) -> bool:
-    if isinstance(value, dict):
-        return isinstance(value.get("$ref"), str) or any(_has_ref_key(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_ref_key(v) for v in value)
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
-# Typed fields where the schema maps cleanly
-
-
-def _typed_fields(schema: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """Fields for an object schema whose property names are usable as attributes; else None.
-
-    The annotations may be looser than the schema (`Any` for what does not map) but never
-    stricter: the JSON Schema validator has already accepted the value when they apply.
-    """
-    properties = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
-        return None
-    required_value = schema.get("required")
-    required: list[Any] = required_value if isinstance(required_value, list) else []
-    fields: dict[str, Any] = {}
-    for prop, sub in properties.items():
-        if not _usable_name(prop):
-            return None
-        annotation = _annotation(sub, f"{name}_{prop}")
-        description = sub.get("description") if isinstance(sub, dict) else None
-        if prop in required:
-            fields[prop] = (annotation, Field(description=description))
-        else:
-            fields[prop] = (annotation | None, Field(default=None, description=description))
-    return fields
-
-
-def _usable_name(prop: str) -> bool:
-    return (
-        prop.isidentifier()
-        and not prop.startswith("_")
-        and not keyword.iskeyword(prop)
-        and not hasattr(JsonSchemaObject, prop)
-        and not prop.startswith("model_")
-    )
-
-
-_SIMPLE: dict[str, Any] = {"string": str, "integer": int, "number": int | float, "boolean": bool, "null": type(None)}
-_REF_WORDS = frozenset({"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else"})
-
-
-def _annotation(schema: Any, name: str) -> Any:
-    if not isinstance(schema, dict) or _REF_WORDS & set(schema):
-        return Any
-    kind = schema.get("type")
-    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
-    if not kinds or not all(isinstance(k, str) for k in kinds):
-        return Any
-    options: list[Any] = []
-    for each in kinds:
-        if each in _SIMPLE:
-            enum = schema.get("enum")
-            if each == "string" and isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-                options.append(Literal.__getitem__(tuple(enum)))
-            else:
-                options.append(_SIMPLE[each])
-        elif each == "array":
-            items = schema.get("items")
-            options.append(list.__class_getitem__(_annotation(items, name) if items is not None else Any))
-        elif each == "object":
-            nested = _typed_fields(schema, name)
-            if nested is None:
-                options.append(dict[str, Any])
-            else:
-                options.append(create_model(name, __base__=_Nested, __module__=__name__, **nested))
-        else:
-            return Any
-    result = options[0]
-    for option in options[1:]:
-        result = result | option
-    return result

@@ -272,7 +272,7 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> _
 
 
 def _check_format(fmt: str, label: str, where: SourceLocation | None) -> None:
-    from atomtask.system.json_schemas import checked_formats
+    from atomtask.system.json_schema_dialects import checked_formats
 
     known = sorted(checked_formats())
     if fmt not in known:
@@ -456,7 +456,7 @@ def _create(schema: _Schema, resolve: Callable[[str], Any]) -> type[BaseModel]:
     for field in schema.fields:
         annotation = to_annotation(field.expr, resolve)
         if field.spec.format is not None:
-            from atomtask.system.json_schemas import format_validator
+            from atomtask.system.json_schema_dialects import format_validator
 
             annotation = Annotated[annotation, AfterValidator(format_validator(field.spec.format))]
         definitions[field.spec.name] = (annotation, Field(**_field_options(field)))
