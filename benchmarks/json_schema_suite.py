@@ -58,6 +58,8 @@ class FileResult:
     file: str
     outcomes: tuple[Outcome, ...]
     refused_schemas: int
+    #: For comparison: bare `jsonschema` (its defaults: formats as annotations) on the same instances.
+    bare_agree: int = 0
 
     @property
     def agree(self) -> int:
@@ -114,7 +116,9 @@ def run_file(system: Any, path: Path, label: str) -> FileResult:
 
     outcomes: list[Outcome] = []
     refused = 0
+    bare = 0
     for index, group in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        bare += _bare_agreement(system, group)
         name = "suite_" + "".join(c if c.isalnum() else "_" for c in label.removesuffix(".json")) + f"_{index}"
         try:
             cls = output_class(system, name, group["schema"])
@@ -147,7 +151,26 @@ def run_file(system: Any, path: Path, label: str) -> FileResult:
                     actual=actual,
                 )
             )
-    return FileResult(file=label, outcomes=tuple(outcomes), refused_schemas=refused)
+    return FileResult(file=label, outcomes=tuple(outcomes), refused_schemas=refused, bare_agree=bare)
+
+
+def _bare_agreement(system: Any, group: dict[str, Any]) -> int:
+    """How many of the group's verdicts bare `jsonschema` gets right (an exception counts as wrong)."""
+    import jsonschema
+
+    registry = system.models.json_resources.registry
+    agree = 0
+    try:
+        cls = jsonschema.validators.validator_for(group["schema"], default=jsonschema.Draft202012Validator)
+        validator = cls(group["schema"], registry=registry)
+        for test in group["tests"]:
+            try:
+                agree += validator.is_valid(test["data"]) == test["valid"]
+            except Exception:  # e.g. `re.error` on a `\p{...}` pattern
+                continue
+    except Exception:
+        return 0
+    return agree
 
 
 def test_files(root: Path, *, optional: bool = False) -> Iterator[tuple[Path, str]]:
@@ -170,24 +193,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run(corpus_path(), optional=args.optional)
     width = max(len(r.file) for r in results)
-    print(f"{'file':<{width}}  agree/total      %  refused  by-design")
-    agree = total = refused = by_design = 0
+    print(f"{'file':<{width}}  agree/total      %  refused  by-design  bare-jsonschema")
+    agree = total = refused = by_design = bare = 0
     for result in results:
         n = len(result.outcomes)
         pct = 100.0 * result.agree / n if n else 100.0
         print(
             f"{result.file:<{width}}  {result.agree:>5}/{n:<5} {pct:6.1f}  "
-            f"{result.refused_schemas:>7}  {result.by_design:>9}"
+            f"{result.refused_schemas:>7}  {result.by_design:>9}  {result.bare_agree:>15}"
         )
         agree, total = agree + result.agree, total + n
         refused, by_design = refused + result.refused_schemas, by_design + result.by_design
+        bare += result.bare_agree
         if args.verbose:
             for outcome in result.outcomes:
                 if not outcome.agrees:
                     why = f"refused: {outcome.refusal}" if outcome.refusal else f"got {outcome.actual}"
                     print(f"    {outcome.group} | {outcome.test}: expected {outcome.expected}, {why}")
     pct = 100.0 * agree / total if total else 100.0
-    print(f"{'total':<{width}}  {agree:>5}/{total:<5} {pct:6.1f}  {refused:>7}  {by_design:>9}")
+    print(f"{'total':<{width}}  {agree:>5}/{total:<5} {pct:6.1f}  {refused:>7}  {by_design:>9}  {bare:>15}")
     return 0
 
 

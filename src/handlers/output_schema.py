@@ -13,6 +13,7 @@ from typing import Any
 
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import output_spec
+from atomtask.system.errors import ConfigurationError
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
 from pydantic_ai import Agent
@@ -42,8 +43,15 @@ def _profile(choice: ModelChoice) -> ModelProfileSpec | None:
         return spec.profile
     if spec == "test":
         return None
-    # `infer_model_profile` asks the provider class for the profile without constructing a client.
-    return infer_model_profile(spec)
+    # `infer_model_profile` asks the provider class for the profile without constructing a client
+    # (importing the provider's module, and with it its SDK, which must then be installed).
+    try:
+        return infer_model_profile(spec)
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"Model {spec!r} needs a provider package that is not installed ({exc.name or exc}) to know how it "
+            "receives schemas; install its extra (e.g. `pip install 'atomtask[openai]'`) or omit `--model`."
+        ) from None
 
 
 def model_output_schema(output_cls: type[BaseModel], mode: OutputMode, choice: ModelChoice) -> dict[str, Any]:
