@@ -16,6 +16,8 @@ from atomtask.system.json_schemas import (
     build_json_schema_model,
 )
 from atomtask.system.schema_sources import JsonSchemaDef
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from tests.helpers import Recorder
@@ -71,6 +73,22 @@ def test_object_schema_gives_typed_fields() -> None:
     assert isinstance(contact.age, int)  # type: ignore[attr-defined]  # built at runtime: 3.0 is a JSON integer
     assert "Oslo" == contact.address.city  # type: ignore[attr-defined]  # built at runtime
     assert "Full name." == cls.model_fields["name"].description
+
+
+def test_typed_fields_accept_every_json_schema_integer() -> None:
+    """Integral floats of any size are JSON Schema integers; the typed field holds the exact int."""
+    cls = build({"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}})
+    instance = cls.model_validate_json('{"n": 1e308, "x": 2}')
+    assert (int(1e308), 2) == (instance.n, instance.x)  # type: ignore[attr-defined]  # built at runtime
+    assert isinstance(instance.x, int)  # type: ignore[attr-defined]  # built at runtime: numbers keep their JSON type
+
+
+def test_prefix_items_do_not_make_a_uniform_list() -> None:
+    """With `prefixItems`, `items` only covers later positions, so the field is not typed by it."""
+    cls = build(
+        {"type": "object", "properties": {"row": {"type": "array", "prefixItems": [{}], "items": {"type": "integer"}}}}
+    )
+    assert ["a", 1] == cls.model_validate({"row": ["a", 1]}).row  # type: ignore[attr-defined]  # built at runtime
 
 
 def test_extra_properties_are_kept_when_the_schema_allows_them() -> None:
@@ -363,3 +381,32 @@ def test_array_schema_gives_the_list_in_root() -> None:
     cls = build({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
     assert [1, 2] == cls.model_validate({"response": [1, 2]}).root  # type: ignore[attr-defined]  # a RootModel
     assert not valid(cls, [1, 1])
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["n", "s", "xs", "o", "e"]), inner),
+    max_leaves=8,
+)
+_TYPED = {
+    "type": "object",
+    "properties": {
+        "n": {"type": ["integer", "null"]},
+        "s": {"type": "string", "enum": ["a", "b"]},
+        "xs": {"type": "array", "items": {"type": "number"}},
+        "o": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "e": {"type": "boolean"},
+    },
+    "required": ["n"],
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_JSON)
+def test_typed_classes_accept_exactly_what_json_schema_accepts(data: Any) -> None:
+    """For any JSON value, the typed class's verdict is the JSON Schema validator's verdict."""
+    import jsonschema
+
+    cls = build(_TYPED, name="Typed")
+    assert issubclass(cls, JsonSchemaObject)
+    assert jsonschema.Draft202012Validator(_TYPED).is_valid(data) == valid(cls, data)

@@ -201,7 +201,7 @@ def _inline_schema(
     except ValidationError as exc:
         raise SchemaError(
             f"Inline schema of template {template.name!r} is invalid: {_first_error(exc)}. An inline schema "
-            "is `{fields: [{name, type, description}]}`.",
+            "is `{fields: [{name, type, description}]}`, `{json_schema: {...}}` or `{python: 'pkg.module:Class'}`.",
             location=location,
         ) from None
     if location is not None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import keyword
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import referencing
 import referencing.exceptions
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by `referencing`, only needed for annotations
@@ -155,7 +155,18 @@ def _usable_name(prop: str) -> bool:
     )
 
 
-_SIMPLE: dict[str, Any] = {"string": str, "integer": int, "number": int | float, "boolean": bool, "null": type(None)}
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 1.0 and 1e308 as integers; Pydantic's `int` refuses floats beyond 64 bits.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+_SIMPLE: dict[str, Any] = {
+    "string": str,
+    "integer": Annotated[int, BeforeValidator(_integral)],
+    "number": int | float,
+    "boolean": bool,
+    "null": type(None),
+}
 _REF_WORDS = frozenset({"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else"})
 
 
@@ -175,7 +186,8 @@ def _annotation(schema: Any, name: str) -> Any:
             else:
                 options.append(_SIMPLE[each])
         elif each == "array":
-            items = schema.get("items")
+            # With `prefixItems`, `items` covers only the later positions: the list is not uniform.
+            items = schema.get("items") if "prefixItems" not in schema else None
             options.append(list.__class_getitem__(_annotation(items, name) if items is not None else Any))
         elif each == "object":
             nested = typed_fields(schema, name)

@@ -2,7 +2,8 @@
 
 A file holds one template, one named schema, a list of either, several YAML documents, or a
 mapping with `templates:` and `schemas:` lists. A mapping with `instructions` is a template; one
-with `fields` is a schema.
+with `fields` is a schema, one with `json_schema` a JSON Schema, one with `python` a Python class by
+import path. A `.json` file in a folder is a JSON Schema named after the file.
 """
 
 from __future__ import annotations
