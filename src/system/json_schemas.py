@@ -169,7 +169,7 @@ JsonSchemaModel: TypeAlias = JsonSchemaObject | JsonSchemaValue
 
 
 def _describe(errors: list[jsonschema.ValidationError]) -> str:
-    ordered = sorted(errors, key=jsonschema.exceptions.relevance)
+    ordered = sorted(errors, key=jsonschema.exceptions.relevance, reverse=True)  # most relevant first
     lines = []
     for error in ordered[:_MAX_REPORTED_ERRORS]:
         lines.append(f"at `{error.json_path}`: {error.message}")
