@@ -354,6 +354,12 @@ def test_unknown_required_vocabulary_is_refused() -> None:
     assert "requires vocabularies this library does not implement: https://example.org/vocab/money" in message
 
 
+def test_near_misses_of_annotations_are_accepted() -> None:
+    """OpenAPI's `example` (close to the annotation `examples`) constrains nothing, so it is accepted."""
+    cls = build({"type": "string", "example": "x"})
+    assert valid(cls, "y")
+
+
 def test_bad_names_are_refused() -> None:
     """The schema name must be a Python identifier (it names the class)."""
     with pytest.raises(SchemaError, match="'my schema' is not a valid Python identifier"):

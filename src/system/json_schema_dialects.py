@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from rfc3986_validator import validate_rfc3986
 
 __all__ = [
+    "ANNOTATION_KEYWORDS",
     "FORMAT_CHECKER",
     "VOCABULARIES",
     "checked_formats",
@@ -55,7 +56,7 @@ VOCABULARIES: dict[str, frozenset[str]] = {
     _V + "meta-data": frozenset(),
 }  # fmt: skip
 
-_ANNOTATIONS = frozenset(
+ANNOTATION_KEYWORDS = frozenset(
     {
         "$schema", "$id", "$anchor", "$dynamicAnchor", "$defs", "definitions", "$comment", "$vocabulary",
         "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
@@ -67,7 +68,7 @@ _ANNOTATIONS = frozenset(
 
 def dialect_keywords(validator_cls: type[Any]) -> frozenset[str]:
     """Every keyword the validator knows, plus the annotations: what a typo is compared against."""
-    return frozenset(validator_cls.VALIDATORS) | _ANNOTATIONS
+    return frozenset(validator_cls.VALIDATORS) | ANNOTATION_KEYWORDS
 
 
 @functools.lru_cache(maxsize=4096)

@@ -40,6 +40,7 @@ import referencing.jsonschema
 import regex
 from atomtask.system.errors import SchemaError, did_you_mean, near_names
 from atomtask.system.json_schema_dialects import (
+    ANNOTATION_KEYWORDS,
     FORMAT_CHECKER,
     VOCABULARIES,
     checked_formats,
@@ -372,7 +373,8 @@ class _Builder:
         for word in schema:
             if word in known or not isinstance(word, str):
                 continue
-            close = near_names(word, known, cutoff=0.85)
+            # Only keywords that constrain: a misspelt annotation (`example` for `examples`) loses nothing.
+            close = [c for c in near_names(word, known, cutoff=0.85) if c not in ANNOTATION_KEYWORDS]
             if close:
                 raise self.fail(
                     f"unknown keyword {word!r} at `{path or '/'}`. Did you mean {close[0]!r}? An unknown keyword is "
