@@ -130,14 +130,28 @@ def test_non_object_roots_travel_in_a_response_envelope() -> None:
 
 
 def test_validation_errors_carry_every_json_schema_message() -> None:
-    """A breaking answer raises one error listing each violation with its JSON path."""
+    """A breaking answer raises one Pydantic error per violation, at the violation's own path."""
     cls = build(CONTACT)
     with pytest.raises(ValidationError) as raised:
-        cls.model_validate({"name": "", "email": "nope", "age": -1})
-    message = raised.value.errors()[0]["msg"]
-    assert message.startswith("JSON Schema violation: ")
-    for fragment in ("at `$.name`: '' should be non-empty", "'nope' is not a 'email'", "-1 is less than the minimum"):
-        assert fragment in message
+        cls.model_validate({"name": "", "email": "nope", "age": -1, "tags": ["a", 2]})
+    errors = {(e["loc"], e["msg"], e["input"]) for e in raised.value.errors() if e["type"] == "json_schema"}
+    assert {
+        (("name",), "'' should be non-empty", ""),
+        (("email",), "'nope' is not a 'email'", "nope"),
+        (("age",), "-1 is less than the minimum of 0", -1),
+        (("tags", 1), "2 is not of type 'string'", 2),
+    } == errors
+
+
+def test_many_violations_are_capped() -> None:
+    """At most eight violations are listed; one more error says how many were left out."""
+    cls = build({"type": "array", "items": {"type": "string"}})
+    with pytest.raises(ValidationError) as raised:
+        cls.model_validate({"response": list(range(10))})
+    messages = [e["msg"] for e in raised.value.errors()]
+    assert 9 == len(messages)
+    assert "2 more JSON Schema violation(s) not listed" == messages[-1]
+    assert {("response", i) for i in range(10)} >= {e["loc"] for e in raised.value.errors()[:-1]}
 
 
 def test_composition_errors_name_the_closest_branch() -> None:

@@ -58,11 +58,12 @@ from pydantic import (
     ConfigDict,
     ModelWrapValidatorHandler,
     RootModel,
+    ValidationError,
     create_model,
     model_validator,
 )
 from pydantic.errors import PydanticUserError
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by `referencing`, only needed for annotations
@@ -122,19 +123,24 @@ class _JsonSchemaClass:
 
     @classmethod
     def _check_json_schema(cls, data: Any) -> Any:
-        """The value to build the instance from, once the JSON Schema validator accepts it."""
+        """The value to build the instance from, once the JSON Schema validator accepts it.
+
+        Each violation becomes one Pydantic error at its own path (under `response` for an
+        envelope), so pydantic-ai's retry feedback tells the model exactly what to fix.
+        """
         value = data
+        prefix: tuple[str, ...] = ()
         if cls.json_schema_envelope:
             if not (isinstance(data, dict) and set(data) == {"response"}):
                 raise PydanticCustomError(
                     "json_schema_envelope", 'Expected an object with a single key "response" holding the answer'
                 )
-            value = data["response"]
+            value, prefix = data["response"], ("response",)
         validator = cls.json_schema_validator
         if validator is not None:
             errors = list(validator.iter_errors(value))
             if errors:
-                raise PydanticCustomError("json_schema", "{errors}", {"errors": _describe(errors)})
+                raise ValidationError.from_exception_data(cls.__name__, _line_errors(errors, prefix))
         return value
 
     @classmethod
@@ -169,17 +175,29 @@ class JsonSchemaValue(_JsonSchemaClass, RootModel[Any]):
 JsonSchemaModel: TypeAlias = JsonSchemaObject | JsonSchemaValue
 
 
-def _describe(errors: list[jsonschema.ValidationError]) -> str:
+def _line_errors(errors: list[jsonschema.ValidationError], prefix: tuple[str, ...]) -> list[InitErrorDetails]:
     ordered = sorted(errors, key=jsonschema.exceptions.relevance, reverse=True)  # most relevant first
-    lines = []
+    details: list[InitErrorDetails] = []
     for error in ordered[:_MAX_REPORTED_ERRORS]:
-        lines.append(f"at `{error.json_path}`: {error.message}")
+        message = error.message
         if error.context:
             best = jsonschema.exceptions.best_match(error.context)
-            lines[-1] += f" (closest: at `{best.json_path}`: {best.message})"
+            message += f" (closest: at `{best.json_path}`: {best.message})"
+        details.append(
+            InitErrorDetails(
+                type=PydanticCustomError("json_schema", "{detail}", {"detail": message}),
+                loc=(*prefix, *error.absolute_path),
+                input=error.instance,
+            )
+        )
     if len(ordered) > _MAX_REPORTED_ERRORS:
-        lines.append(f"... and {len(ordered) - _MAX_REPORTED_ERRORS} more")
-    return "JSON Schema violation: " + "; ".join(lines)
+        more = f"{len(ordered) - _MAX_REPORTED_ERRORS} more JSON Schema violation(s) not listed"
+        details.append(
+            InitErrorDetails(
+                type=PydanticCustomError("json_schema", "{detail}", {"detail": more}), loc=prefix, input=None
+            )
+        )
+    return details
 
 
 # ---------------------------------------------------------------------------------------------
