@@ -6,8 +6,8 @@ templates folder, or `output_format: {schema: {json_schema: ...}}`) becomes a Py
 - validation follows JSON Schema exactly: a `jsonschema` validator (the schema's own draft,
   2020-12 by default) runs on the raw answer before anything else, with every `format` asserted
   (not treated as an annotation) and `pattern`s matched by the `regex` module (which knows the
-  Unicode property escapes `\\p{...}` of ECMA-262). Its errors become one Pydantic error, so
-  pydantic-ai sends them back to the model as retry feedback like any validation failure;
+  Unicode property escapes `\\p{...}` of ECMA-262). Each violation becomes a Pydantic error at its
+  own path, so pydantic-ai sends them back to the model as retry feedback like any validation failure;
 - an object schema whose properties have identifier names gives a class with one typed field per
   property (the caller gets `answer.name`, nested objects as nested classes); any other schema
   gives a `RootModel` holding the validated JSON value (`answer.root`);
