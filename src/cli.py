@@ -84,8 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list the registered templates")
     with_templates(lst)
 
-    show = sub.add_parser("show", help="print a template and its output JSON Schema")
+    show = sub.add_parser("show", help="print a template and its output JSON Schema as the model receives it")
     show.add_argument("name")
+    show.add_argument("--model", help="the model whose schema rules apply (default: as `run` would choose)")
     with_templates(show)
 
     from atomtask.memory.cli import add_memory_parser
@@ -247,8 +248,14 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     template = compiled.template
     document = template.model_dump(mode="json", by_alias=True, exclude_none=True)
     if compiled.output_cls is not None:
+        from atomtask.handlers.output_schema import model_output_schema
+
         document["output_format"]["schema"] = compiled.output_cls.__name__
-        document["output_json_schema"] = compiled.output_cls.model_json_schema()
+        choice = system.handler.choose_model(call=getattr(args, "model", None), template=template.model)
+        sent = model_output_schema(compiled.output_cls, compiled.output_mode, choice)
+        # Exactly what pydantic-ai sends the model (after the model profile's schema transformer).
+        document["output_json_schema"] = sent.pop("json_schema")
+        document["output_delivery"] = {"model": choice.label, **sent}
     print(json.dumps(document, indent=2), file=out)
     return EXIT_OK
 

@@ -49,6 +49,8 @@ class TaskSystem:
         templates: a YAML file or folder (or several) to load right away.
         base_url: an OpenAI-compatible endpoint for `openai-chat:` models (Ollama, vLLM, ...).
         model_settings: pydantic-ai `ModelSettings` applied to every call.
+        importable: packages whose Pydantic classes templates may name by import path
+            (`schema: {python: "myapp.schemas:Contact"}`); any other module is refused, never imported.
     """
 
     def __init__(
@@ -58,8 +60,9 @@ class TaskSystem:
         *,
         base_url: str | None = None,
         model_settings: ModelSettings | None = None,
+        importable: Iterable[str] = (),
     ) -> None:
-        self.models = ModelRegistry()
+        self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
         for cls in BUILTIN_SCHEMAS:
             self.models.register(cls)
@@ -109,6 +112,10 @@ class TaskSystem:
 
     def register_declarations(self, declarations: Declarations) -> list[str]:
         """Register already-read schemas and templates (what `load` does after reading files)."""
+        if declarations.json_schemas or declarations.python_schemas:
+            from atomtask.system.schema_sources import register_schema_sources
+
+            register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
         if declarations.schemas:
             known = {name: self.models.get(name) for name in self.models.names()}
             built = build_models(declarations.schemas, known=known)

@@ -63,7 +63,7 @@ def test_unknown_template_exits_1_with_suggestion(templates_dir: Path) -> None:
     """An unknown template name exits 1 and suggests the near one."""
     code, _, err = run(["run", "extract_contakt", "--templates", str(templates_dir)])
     assert 1 == code
-    assert "Did you mean 'extract_contact'?" in err
+    assert "Did you mean 'extract_contact'" in err
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -89,10 +89,12 @@ def test_list_and_show(templates_dir: Path) -> None:
     assert {
         "associative_match",
         "classify_ticket",
-        "extract_contact",
-        "summarize",
-        "find_sender",
         "draft_reply",
+        "extract_contact",
+        "extract_event",
+        "extract_invoice",
+        "find_sender",
+        "summarize",
     } <= set(names)
     assert sorted(names) == names
     code, out, _ = run(["show", "classify_ticket", "--templates", str(templates_dir)])
@@ -100,6 +102,35 @@ def test_list_and_show(templates_dir: Path) -> None:
     schema = shown["output_json_schema"]
     assert ["billing", "bug", "feature_request", "account", "other"] == schema["properties"]["category"]["enum"]
     assert "TicketClassification" == shown["output_format"]["schema"]
+
+
+def test_show_prints_the_schema_as_an_openai_model_receives_it(templates_dir: Path) -> None:
+    """`show --model` applies that model's profile: OpenAI's drops `title` and decides strict mode."""
+    args = ["show", "extract_event", "--templates", str(templates_dir)]
+    _, out, _ = run(args)
+    plain = json.loads(out)
+    _, out, _ = run([*args, "--model", "openai-chat:gpt-4o"])
+    openai = json.loads(out)
+    assert "Event" == plain["output_json_schema"]["title"]
+    assert "title" not in openai["output_json_schema"]
+    # `uniqueItems` and `minLength` are outside OpenAI's strict subset, so pydantic-ai sends it non-strict.
+    assert {"model": "openai-chat:gpt-4o", "mode": "tool", "tool_name": "final_result", "strict": False} == {
+        k: openai["output_delivery"][k] for k in ("model", "mode", "tool_name", "strict")
+    }
+    assert "date-time" == openai["output_json_schema"]["properties"]["starts_at"]["format"]
+
+
+def test_show_native_mode_prints_the_output_object(tmp_path: Path) -> None:
+    """In native mode `show` prints the output object's schema, not a tool."""
+    (tmp_path / "t.yaml").write_text(
+        "name: n\ninstructions: x\noutput_format:\n  type: json\n  mode: native\n"
+        "  schema: {json_schema: {type: integer, description: A count.}}\n"
+    )
+    _, out, _ = run(["show", "n", "--templates", str(tmp_path)])
+    shown = json.loads(out)
+    assert "native" == shown["output_delivery"]["mode"]
+    assert "NOutput" == shown["output_delivery"]["name"]
+    assert {"type": "integer", "description": "A count."} == shown["output_json_schema"]["properties"]["response"]
 
 
 def test_model_flag_rejects_unknown_providers(templates_dir: Path) -> None:

@@ -501,3 +501,31 @@ def test_conflicting_schemas_in_one_batch() -> None:
         build_models([first, second])
     assert str(raised.value).startswith("schemas.yaml:9: Schema 'Thing' is defined twice")
     assert "first at schemas.yaml:1" in str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# `format`
+
+
+def test_format_option_is_enforced_and_in_the_json_schema() -> None:
+    """`format` on a str field puts the keyword in the JSON Schema and rejects malformed values."""
+    model = one(FieldDef(name="email", type="str?", format="email"), FieldDef(name="site", format="uri"))
+    properties = model.model_json_schema()["properties"]
+    assert ("email", "uri") == (properties["email"]["format"], properties["site"]["format"])
+    assert "https://x.org" == model.model_validate({"site": "https://x.org"}).site  # type: ignore[attr-defined]  # built at runtime
+    with pytest.raises(ValidationError) as raised:
+        model.model_validate({"site": "nope", "email": "x"})
+    assert ["'x' is not a valid 'email'", "'nope' is not a valid 'uri'"] == [e["msg"] for e in raised.value.errors()]
+
+
+def test_unknown_format_is_refused_with_a_suggestion() -> None:
+    """A misspelt format fails at load with the near name and the checked formats."""
+    error = error_of([schema("Thing", FieldDef(name="email", format="emial"))])
+    assert "`format` 'emial' of field 'email' of schema 'Thing' is not a format that can be checked" in error.message
+    assert ["email"] == error.suggestions
+
+
+def test_format_applies_to_str_fields_only() -> None:
+    """`format` on a non-string field is refused."""
+    error = error_of([schema("Thing", FieldDef(name="n", type="int", format="email"))])
+    assert "`format` does not apply to field 'n' of schema 'Thing', whose type is 'int'" in error.message

@@ -19,10 +19,19 @@ def system(templates_dir: Path) -> TaskSystem:
 
 def test_shipped_templates_are_registered(system: TaskSystem) -> None:
     """All shipped templates and schemas load without error."""
-    assert {"classify_ticket", "extract_contact", "summarize", "find_sender", "draft_reply"} <= set(
-        system.templates.names()
+    assert {
+        "associative_match",
+        "classify_ticket",
+        "draft_reply",
+        "extract_contact",
+        "extract_event",
+        "extract_invoice",
+        "find_sender",
+        "summarize",
+    } <= set(system.templates.names())
+    assert {"Contact", "Event", "Invoice", "LineItem", "Party", "Reply", "Summary", "TicketClassification"} <= set(
+        system.models.names()
     )
-    assert {"Contact", "Summary", "TicketClassification", "Reply"} <= set(system.models.names())
 
 
 def test_extract_contact(system: TaskSystem) -> None:
@@ -58,7 +67,9 @@ def test_summarize_renders_the_int_default(system: TaskSystem) -> None:
     assert "at most 5 key points" in user_text(rec.calls[0][0])
 
 
-@pytest.mark.parametrize("name", ["extract_contact", "classify_ticket", "summarize", "associative_match"])
+@pytest.mark.parametrize(
+    "name", ["extract_contact", "classify_ticket", "summarize", "associative_match", "extract_invoice"]
+)
 def test_each_template_runs_on_the_embedded_default_model(system: TaskSystem, name: str) -> None:
     """With no model configured, every shipped template completes on the embedded test model."""
     params = system.templates.get(name).params
@@ -89,8 +100,41 @@ def test_pipeline_feeds_the_first_tasks_contact_into_the_second(templates_dir: P
     assert "my invoice says {{tone}}, which is wrong" in second_prompt  # braces in a value are data
 
 
+def test_extract_invoice_nests_and_constrains(system: TaskSystem) -> None:
+    """extract_invoice builds nested Party and LineItem objects; a bad currency or quantity is sent back."""
+    good = {
+        "number": "F-17",
+        "issued_on": "2025-01-31",
+        "seller": {"name": "Acme GmbH", "vat_number": "DE123456789"},
+        "currency": "EUR",
+        "lines": [{"description": "Widget", "quantity": 2, "unit_price": 9.5}],
+        "total": 22.61,
+    }
+    bad = {**good, "currency": "€", "lines": [{"description": "Widget", "quantity": 0, "unit_price": 9.5}]}
+    rec = Recorder(bad, good)
+    invoice = system.execute("extract_invoice", {"text": "Invoice F-17 ..."}, model=rec.model).unwrap()
+    assert ("Acme GmbH", None, "Widget") == (invoice.seller.name, invoice.due_date, invoice.lines[0].description)
+    assert system.models.get("LineItem") is type(invoice.lines[0])
+    schema = system.models.get("Invoice").model_json_schema()
+    assert ["EUR", "USD", "GBP", "CHF"] == schema["properties"]["currency"]["enum"]
+    assert "number" in schema["required"] and "due_date" not in schema["required"]
+
+
+def test_extract_event_enforces_formats_from_its_json_schema_file(system: TaskSystem) -> None:
+    """extract_event's schema is Event.json; a malformed date-time or e-mail goes back to the model."""
+    bad = {"title": "Launch", "starts_at": "next Monday 9am", "organiser_email": "ann at example.org"}
+    good = {"title": "Launch", "starts_at": "2025-03-03T09:00:00+01:00", "organiser_email": "ann@example.org"}
+    rec = Recorder(bad, good)
+    result = system.execute("extract_event", {"message": "Launch next Monday 9am, ask Ann"}, model=rec.model)
+    event = result.unwrap()
+    assert ("2025-03-03T09:00:00+01:00", None) == (event.starts_at, event.link)
+    errors = str(result.notes.attempts[0].errors)
+    assert "'next Monday 9am' is not a 'date-time'" in errors
+    assert "'ann at example.org' is not a 'email'" in errors
+
+
 def test_bundled_templates_match_the_repository(templates_dir: Path) -> None:
     """The package's bundled templates are the repository's templates/ folder."""
-    bundled = sorted(p.name for p in bundled_templates_path().iterdir() if p.suffix in (".yaml", ".sexp"))
-    repo = sorted(p.name for p in templates_dir.iterdir() if p.suffix in (".yaml", ".sexp"))
+    bundled = sorted(p.name for p in bundled_templates_path().iterdir() if p.suffix in (".yaml", ".sexp", ".json"))
+    repo = sorted(p.name for p in templates_dir.iterdir() if p.suffix in (".yaml", ".sexp", ".json"))
     assert repo == bundled

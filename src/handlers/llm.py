@@ -35,6 +35,8 @@ from pydantic_ai.exceptions import (
     UserError,
 )
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.usage import UsageLimits
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
@@ -140,7 +142,7 @@ class LLMInteractionManager:
                 return cached[0]
             agent: Agent[None, Any] = Agent(
                 self.handler.build(call.model),
-                output_type=_output_spec(call.output_cls, call.mode),
+                output_type=output_spec(call.output_cls, call.mode),
                 name=f"atomtask:{call.template}",
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
@@ -166,7 +168,8 @@ class LLMInteractionManager:
         return CallOutcome(output=None, content=content, attempts=attempts, usage=_total(attempts), error=error)
 
 
-def _output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
+def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
+    """The pydantic-ai output type for `output_cls` in `mode` (`str` for text)."""
     if output_cls is None:
         return str
     if mode is OutputMode.NATIVE:
@@ -360,3 +363,31 @@ def _log_attempts(call: ModelCall, attempts: list[Attempt]) -> None:
             input_tokens=attempt.usage.input_tokens,
             output_tokens=attempt.usage.output_tokens,
         )
+
+
+class _Seen(Exception):
+    """Stops a probe run once the request parameters have been read."""
+
+    def __init__(self, info: AgentInfo) -> None:
+        super().__init__("request captured")
+        self.info = info
+
+
+def _capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    raise _Seen(info)
+
+
+def probe_request(profile: ModelProfileSpec | None, output_type: Any) -> AgentInfo:
+    """What a model with `profile` would be sent for `output_type`: one request, stopped before any call.
+
+    Runs the Agent on a `FunctionModel` carrying the profile, so the output tool or output object and
+    the profile's schema transformations are pydantic-ai's own; nothing leaves the process.
+    """
+    agent: Agent[None, Any] = Agent(
+        FunctionModel(_capture, model_name="atomtask-schema-probe", profile=profile), output_type=output_type
+    )
+    try:
+        agent.run_sync("")
+    except _Seen as seen:
+        return seen.info
+    raise AssertionError("the probe model was not called")  # pragma: no cover - the model always runs once

@@ -182,6 +182,10 @@ def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel
                 location=location,
                 suggestions=exc.suggestions,
             ) from None
+    if "json_schema" in schema or "python" in schema:
+        from atomtask.system.schema_sources import inline_output_class
+
+        return inline_output_class(template.name, schema, models, location)
     return _inline_schema(template, schema, models, location)
 
 
@@ -197,7 +201,7 @@ def _inline_schema(
     except ValidationError as exc:
         raise SchemaError(
             f"Inline schema of template {template.name!r} is invalid: {_first_error(exc)}. An inline schema "
-            "is `{fields: [{name, type, description}]}`.",
+            "is `{fields: [{name, type, description}]}`, `{json_schema: {...}}` or `{python: 'pkg.module:Class'}`.",
             location=location,
         ) from None
     if location is not None:

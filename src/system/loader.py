@@ -2,7 +2,8 @@
 
 A file holds one template, one named schema, a list of either, several YAML documents, or a
 mapping with `templates:` and `schemas:` lists. A mapping with `instructions` is a template; one
-with `fields` is a schema.
+with `fields` is a schema, one with `json_schema` a JSON Schema, one with `python` a Python class by
+import path. A `.json` file in a folder is a JSON Schema named after the file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import attrs
 import yaml
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
+from atomtask.system.schema_sources import JsonSchemaDef, PythonSchemaDef, json_schema_file_definition
 from atomtask.system.schemas import SchemaDef
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import ValidationError
@@ -29,10 +31,14 @@ class Declarations:
 
     templates: list[Template] = attrs.field(factory=list)
     schemas: list[SchemaDef] = attrs.field(factory=list)
+    json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
+    python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
         self.schemas.extend(other.schemas)
+        self.json_schemas.extend(other.json_schemas)
+        self.python_schemas.extend(other.python_schemas)
 
 
 @attrs.frozen(kw_only=True)
@@ -100,6 +106,9 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
     """Read every YAML file given, or found (sorted, non-recursively) in the folders given."""
     out = Declarations()
     for file in _files(paths):
+        if file.suffix == ".json":
+            out.json_schemas.append(json_schema_file_definition(file))
+            continue
         out.extend(load_yaml_text(file.read_text(encoding="utf-8"), str(file)))
     _reject_duplicate_schemas(out.schemas)
     return out
@@ -110,11 +119,13 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()))
+            files.extend(sorted(p for p in path.iterdir() if p.suffix in (*YAML_SUFFIXES, ".json") and p.is_file()))
         elif path.is_file():
             files.append(path)
         else:
-            raise TemplateError(f"No such file or folder: {str(path)!r}. Pass a YAML file or a folder of them.")
+            raise TemplateError(
+                f"No such file or folder: {str(path)!r}. Pass a YAML or JSON Schema file, or a folder of them."
+            )
     return files
 
 
@@ -142,10 +153,14 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
         out.templates.append(_template(doc, loader, location))
     elif "fields" in doc:
         out.schemas.append(_schema(doc, loader, location))
+    elif "json_schema" in doc:
+        out.json_schemas.append(_located(JsonSchemaDef, doc, loader, location))
+    elif "python" in doc:
+        out.python_schemas.append(_located(PythonSchemaDef, doc, loader, location))
     else:
         raise TemplateError(
             "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
-            f"`fields`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+            f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
             location=location,
         )
     return out
@@ -193,6 +208,24 @@ def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocati
     return schema
 
 
+def _located(
+    kind: type[JsonSchemaDef] | type[PythonSchemaDef],
+    doc: dict[str, Any],
+    loader: _LocatingLoader,
+    location: SourceLocation,
+) -> Any:
+    if "base_uri" in doc:
+        raise SchemaError("`base_uri` is not a schema key; relative `$ref`s resolve from the file.", location=location)
+    try:
+        declaration = kind.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(SchemaError, "schema", doc, exc, loader, location, keys=kind.model_fields) from None
+    node = loader.nodes.get(id(doc))
+    key = "json_schema" if kind is JsonSchemaDef else "python"
+    declaration.location = node.keys.get(key, location) if node is not None else location
+    return declaration
+
+
 def _validation_error(
     kind: type[UsageError],
     what: str,
@@ -200,6 +233,7 @@ def _validation_error(
     exc: ValidationError,
     loader: _LocatingLoader,
     location: SourceLocation,
+    keys: Iterable[str] | None = None,
 ) -> UsageError:
     """Turn pydantic's error into one message pointing at the offending key's line."""
     err = exc.errors()[0]
@@ -219,7 +253,8 @@ def _validation_error(
     dotted = ".".join(str(p) for p in loc_path)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden" and len(loc_path) == 1:
-        valid = ", ".join(Template.model_fields if what == "template" else SchemaDef.model_fields)
+        valid = ", ".join(k for k in keys or (Template.model_fields if what == "template" else SchemaDef.model_fields))
+        valid = valid.replace(", base_uri", "")
         message = f"unknown key; valid keys: {valid}"
     elif err["type"] == "missing":
         message = "required key is missing"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from atomtask.system.json_schemas import JsonSchemaResources
 
 __all__ = ["ModelRegistry"]
 
@@ -26,10 +29,30 @@ class ModelRegistry:
         ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, importable: Iterable[str] = ()) -> None:
         self._classes: dict[str, type[BaseModel]] = {}
         self._locations: dict[str, SourceLocation | None] = {}
         self._lock = threading.Lock()
+        #: Packages whose classes templates may name by import path (`schema: {python: "pkg.mod:Cls"}`).
+        self.importable: tuple[str, ...] = tuple(importable)
+        self._json_documents: dict[str, Any] = {}
+        self._json_resources: JsonSchemaResources | None = None
+
+    def add_json_document(self, uri: str, contents: Any) -> None:
+        """Make a JSON document available to JSON Schema `$ref`s under `uri` (nothing is ever fetched)."""
+        with self._lock:
+            self._json_documents[uri] = contents
+            self._json_resources = None
+
+    @property
+    def json_resources(self) -> JsonSchemaResources:
+        """The documents JSON Schema `$ref`s may point to (see `add_json_document`)."""
+        from atomtask.system.json_schemas import JsonSchemaResources
+
+        with self._lock:
+            if self._json_resources is None:
+                self._json_resources = JsonSchemaResources(documents=self._json_documents)
+            return self._json_resources
 
     def register(
         self,

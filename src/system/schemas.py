@@ -38,6 +38,7 @@ from atomtask.system.types import (
     to_annotation,
 )
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -104,6 +105,8 @@ class FieldDef(_Declaration):
     min_length: _Count | None = None
     max_length: _Count | None = None
     pattern: str | None = None
+    #: A JSON Schema `format` (`email`, `uri`, `date-time`, `uuid`, ...), enforced on `str` fields.
+    format: str | None = None
     min_items: _Count | None = None
     max_items: _Count | None = None
 
@@ -163,7 +166,7 @@ _TEXT = ("min_length", "max_length", "pattern")
 _ITEMS = ("min_items", "max_items")
 _APPLIES: dict[str, tuple[tuple[str, ...], str]] = {
     "number": (_NUMERIC, "`int` and `float` fields"),
-    "text": (_TEXT, "`str` fields"),
+    "text": ((*_TEXT, "format"), "`str` fields"),
     "items": (_ITEMS, "`list[...]` fields"),
 }
 _KINDS = {"int": "number", "float": "number", "str": "text"}
@@ -263,7 +266,22 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> _
     _check_ranges(spec, label, where)
     if spec.pattern is not None:
         _check_pattern(spec.pattern, label, where)
+    if spec.format is not None:
+        _check_format(spec.format, label, where)
     return _Field(spec=spec, expr=expr, where=where)
+
+
+def _check_format(fmt: str, label: str, where: SourceLocation | None) -> None:
+    from atomtask.system.json_schema_dialects import checked_formats
+
+    known = sorted(checked_formats())
+    if fmt not in known:
+        raise SchemaError(
+            f"`format` {fmt!r} of {label} is not a format that can be checked.{did_you_mean(fmt, known)} "
+            f"Checked formats: {', '.join(known)}.",
+            location=where,
+            suggestions=near_names(fmt, known),
+        )
 
 
 def _apply_enum(spec: FieldDef, expr: TypeExpr, label: str, where: SourceLocation | None) -> TypeExpr:
@@ -436,7 +454,12 @@ def _cache_key(name: str, schemas: Mapping[str, _Schema], known: Mapping[str, ty
 def _create(schema: _Schema, resolve: Callable[[str], Any]) -> type[BaseModel]:
     definitions: dict[str, Any] = {}
     for field in schema.fields:
-        definitions[field.spec.name] = (to_annotation(field.expr, resolve), Field(**_field_options(field)))
+        annotation = to_annotation(field.expr, resolve)
+        if field.spec.format is not None:
+            from atomtask.system.json_schema_dialects import format_validator
+
+            annotation = Annotated[annotation, AfterValidator(format_validator(field.spec.format))]
+        definitions[field.spec.name] = (annotation, Field(**_field_options(field)))
     try:
         return create_model(
             schema.spec.name,
@@ -457,6 +480,8 @@ def _field_options(field: _Field) -> dict[str, Any]:
     for option in (*_NUMERIC, *_TEXT):
         if getattr(spec, option) is not None:
             options[option] = getattr(spec, option)
+    if spec.format is not None:
+        options["json_schema_extra"] = {"format": spec.format}
     if spec.min_items is not None:
         options["min_length"] = spec.min_items
     if spec.max_items is not None:

@@ -1,0 +1,201 @@
+"""Schemas that are not YAML fields: JSON Schema declarations and Python classes named by import path.
+
+`schema: {python: "myapp.schemas:Contact"}` (in an `output_format`, or as a named schema
+`{name: Contact, python: "myapp.schemas:Contact"}`) imports the class only when its module lies in
+one of the packages the `TaskSystem` was told are importable (`TaskSystem(importable=["myapp"])`).
+Anything else is refused before any import happens, so a template file can never make the process
+import (and so run) an arbitrary module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from atomtask.system.errors import SchemaError, SourceLocation, did_you_mean, near_names
+from atomtask.system.model_registry import ModelRegistry
+from atomtask.system.schemas import _Declaration
+from pydantic import BaseModel, Field, ValidationError
+
+__all__ = [
+    "JsonSchemaDef",
+    "PythonSchemaDef",
+    "import_schema_class",
+    "inline_output_class",
+    "json_schema_file_definition",
+    "register_schema_sources",
+]
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class JsonSchemaDef(_Declaration):
+    """A named schema given as JSON Schema: `{name, description, json_schema}`.
+
+    `base_uri` is where relative `$ref`s resolve from (a `.json` file's own URI); it is set by the
+    loader and is not part of the YAML format.
+    """
+
+    name: str
+    description: str | None = None
+    json_schema: dict[str, Any] | bool
+    base_uri: str | None = Field(default=None, exclude=True)
+
+
+class PythonSchemaDef(_Declaration):
+    """A named schema that is a Python class: `{name, python: "package.module:Class"}`."""
+
+    name: str
+    python: str
+
+
+def import_schema_class(
+    path: str, *, importable: tuple[str, ...], location: SourceLocation | None = None, where: str = "a schema"
+) -> type[BaseModel]:
+    """Import the Pydantic class `path` ("package.module:Class") if its package is importable.
+
+    Raises `SchemaError` — before importing anything — when the module is not inside one of the
+    `importable` packages, and after importing when the class is missing or not a Pydantic model.
+    """
+    module_name, sep, attribute = path.partition(":")
+    if not sep or not _MODULE_RE.match(module_name) or not attribute.isidentifier():
+        raise SchemaError(
+            f"Python class reference {path!r} in {where} is malformed; write it as `package.module:ClassName`.",
+            location=location,
+        )
+    allowed = any(module_name == package or module_name.startswith(package + ".") for package in importable)
+    if not allowed:
+        listed = ", ".join(repr(p) for p in importable) or "none"
+        raise SchemaError(
+            f"{where[0].upper() + where[1:]} names the Python class {path!r}, but module {module_name!r} is not in "
+            f"the importable packages ({listed}). A template file may not import arbitrary modules; if you trust "
+            f"it, allow its package in Python: `TaskSystem(importable=[{module_name.split('.')[0]!r}])`.",
+            location=location,
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SchemaError(
+            f"Cannot import module {module_name!r} named by {path!r} in {where}: {exc}. Check the module path.",
+            location=location,
+        ) from None
+    found = getattr(module, attribute, None)
+    if found is None:
+        models = [
+            n
+            for n, v in vars(module).items()
+            if inspect.isclass(v) and issubclass(v, BaseModel) and v.__module__ == module.__name__
+        ]
+        raise SchemaError(
+            f"Module {module_name!r} has no class {attribute!r} (named in {where}).{did_you_mean(attribute, models)} "
+            f"Pydantic models there: {', '.join(sorted(models)) or 'none'}.",
+            location=location,
+            suggestions=near_names(attribute, models),
+        )
+    if not (inspect.isclass(found) and issubclass(found, BaseModel)):
+        raise SchemaError(
+            f"{path!r} (named in {where}) is not a Pydantic model class; schemas must subclass `pydantic.BaseModel`.",
+            location=location,
+        )
+    return found
+
+
+def inline_output_class(
+    template: str, schema: dict[str, Any], models: ModelRegistry, location: SourceLocation | None
+) -> type[BaseModel]:
+    """The class of `output_format: {schema: {json_schema: ...}}` or `{schema: {python: ...}}`."""
+    where = f"the output schema of template {template!r}"
+    kinds = [k for k in ("json_schema", "python") if k in schema]
+    allowed = {"python"} if kinds == ["python"] else {"json_schema", "name", "description"}
+    extra = sorted(set(schema) - allowed)
+    if len(kinds) != 1 or extra:
+        raise SchemaError(
+            f"Inline schema of template {template!r} mixes keys ({', '.join(map(str, schema))}); write "
+            "`{json_schema: {...}}` (with optional `name` and `description`), `{python: 'pkg.module:Class'}`, or "
+            "`{fields: [...]}`.",
+            location=location,
+        )
+    if kinds == ["python"]:
+        return import_schema_class(str(schema["python"]), importable=models.importable, location=location, where=where)
+    definition_data = {"name": _class_name(template) + "Output", **schema}
+    try:
+        definition = JsonSchemaDef.model_validate(definition_data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(p) for p in error["loc"])
+        raise SchemaError(
+            f"Inline JSON Schema of template {template!r} is invalid: `{loc}`: {error['msg']}.", location=location
+        ) from None
+    definition.location = location
+    definition.base_uri = _file_uri(location)
+    from atomtask.system.json_schemas import build_json_schema_model
+
+    return build_json_schema_model(definition, resources=models.json_resources)
+
+
+def register_schema_sources(
+    json_schemas: list[JsonSchemaDef], python_schemas: list[PythonSchemaDef], models: ModelRegistry
+) -> None:
+    """Build and register JSON Schema and Python-class declarations (before YAML field schemas, which may use them)."""
+    from atomtask.system.json_schemas import build_json_schema_model
+
+    for definition in json_schemas:
+        if definition.base_uri is None:
+            definition.base_uri = _file_uri(definition.location)
+        if definition.base_uri is not None and definition.location is not None and definition.location.line is None:
+            models.add_json_document(definition.base_uri, definition.json_schema)  # a whole `.json` file
+        schema_id = definition.json_schema.get("$id") if isinstance(definition.json_schema, dict) else None
+        if isinstance(schema_id, str):
+            models.add_json_document(schema_id, definition.json_schema)
+    for definition in json_schemas:
+        cls = build_json_schema_model(definition, resources=models.json_resources)
+        models.register(cls, definition.name, location=definition.location)
+    for reference in python_schemas:
+        python_cls = import_schema_class(
+            reference.python,
+            importable=models.importable,
+            location=reference.location,
+            where=f"schema {reference.name!r}",
+        )
+        models.register(python_cls, reference.name, location=reference.location)
+
+
+def _file_uri(location: SourceLocation | None) -> str | None:
+    if location is None or location.file is None or location.file.startswith("<"):
+        return None
+    return Path(location.file).resolve().as_uri()
+
+
+def _class_name(template_name: str) -> str:
+    return "".join(part.capitalize() for part in template_name.replace("-", "_").split("_") if part)
+
+
+def json_schema_file_definition(path: Path) -> JsonSchemaDef:
+    """A `.json` file in a templates folder: a JSON Schema named after the file (`Invoice.json` → 'Invoice')."""
+    location = SourceLocation(file=str(path))
+    try:
+        contents = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"Invalid JSON in schema file: {exc.msg}.",
+            location=SourceLocation(file=str(path), line=exc.lineno, column=exc.colno),
+        ) from None
+    name = path.name.removesuffix(".json").removesuffix(".schema")
+    if not isinstance(contents, dict | bool):
+        raise SchemaError(
+            f"Schema file holds a {type(contents).__name__}, not a JSON Schema (an object or a boolean).",
+            location=location,
+        )
+    description = contents.get("description") if isinstance(contents, dict) else None
+    definition = JsonSchemaDef(
+        name=name,
+        description=description if isinstance(description, str) else None,
+        json_schema=contents,
+        base_uri=path.resolve().as_uri(),
+    )
+    definition.location = location
+    return definition
