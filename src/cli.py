@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a template and its output JSON Schema")
     show.add_argument("name")
     with_templates(show)
+
+    from atomtask.lint.cli import add_arguments as check_arguments  # argparse only: light
+
+    check_arguments(sub.add_parser("check", help="check templates and schemas without calling any model"))
     return parser
 
 
@@ -87,6 +91,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return _list(args, out)
         if args.command == "show":
             return _show(args, out)
+        if args.command == "check":
+            from atomtask.lint.cli import run as check
+
+            return check(args, out, err)
     except UsageError as exc:
         print(f"atomtask: error: {exc}", file=err)
         return EXIT_USAGE

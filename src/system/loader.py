@@ -74,8 +74,12 @@ _LocatingLoader.add_constructor(
 )
 
 
-def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
-    """Parse YAML source into templates and schemas, each carrying its location."""
+def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError] | None = None) -> Declarations:
+    """Parse YAML source into templates and schemas, each carrying its location.
+
+    With `errors`, an invalid template or schema is appended there and reading goes on with the next
+    one (so `atomtask check` reports every mistake); without it, the first one raises.
+    """
     loader = _LocatingLoader(text, file)
     out = Declarations()
     try:
@@ -85,7 +89,7 @@ def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
             if node is None:
                 break
             doc = loader.construct_document(node)
-            out.extend(_declarations(doc, loader, file))
+            out.extend(_declarations(doc, loader, file, errors))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         location = SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else None
@@ -118,37 +122,49 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
+def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:
     out = Declarations()
     if doc is None:
         return out
     if isinstance(doc, list):
         for item in doc:
-            out.extend(_declarations(item, loader, file))
+            out.extend(_declarations(item, loader, file, errors))
         return out
     node = loader.nodes.get(id(doc)) if isinstance(doc, dict) else None
     location = node.start if node is not None else SourceLocation(file=file)
     if not isinstance(doc, dict):
-        raise TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
+        error = TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
+        return _failed(error, errors)
     if set(doc) <= {"templates", "schemas"} and doc:
         for key in ("schemas", "templates"):
             items = doc.get(key) or []
             if not isinstance(items, list):
                 raise TemplateError(f"`{key}` must be a list.", location=_key_loc(node, key, location))
             for item in items:
-                out.extend(_declarations(item, loader, file))
+                out.extend(_declarations(item, loader, file, errors))
         return out
-    if "instructions" in doc:
-        out.templates.append(_template(doc, loader, location))
-    elif "fields" in doc:
-        out.schemas.append(_schema(doc, loader, location))
-    else:
-        raise TemplateError(
-            "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
-            f"`fields`); keys found: {', '.join(map(str, doc)) or 'none'}.",
-            location=location,
-        )
+    try:
+        if "instructions" in doc:
+            out.templates.append(_template(doc, loader, location))
+        elif "fields" in doc:
+            out.schemas.append(_schema(doc, loader, location))
+        else:
+            raise TemplateError(
+                "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
+                f"`fields`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+                location=location,
+            )
+    except UsageError as exc:
+        return _failed(exc, errors)
     return out
+
+
+def _failed(error: UsageError, errors: list[UsageError] | None) -> Declarations:
+    """Raise `error`, or note it and go on when the caller collects errors."""
+    if errors is None:
+        raise error
+    errors.append(error)
+    return Declarations()
 
 
 def _key_loc(node: _Node | None, key: str, default: SourceLocation | None) -> SourceLocation | None:
