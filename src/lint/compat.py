@@ -223,7 +223,8 @@ def _analyse_cached(frozen: str, model: str, mode: str) -> tuple[CompatIssue, ..
         )
         return tuple(issues)
     issues.extend(_dropped(schema, sent, model))
-    strict_capable = profile.get("openai_supports_strict_tool_definition", True) is not False  # type: ignore[misc]  # an OpenAI-family key; other profiles leave it out
+    # An OpenAI-family key (hosts such as Ollama turn strict tool definitions off); others leave it out.
+    strict_capable = profile.get("openai_supports_strict_tool_definition", True) is not False
     if not walker.is_strict_compatible and strict_capable:
         issues.extend(_not_strict(schema, sent, transformer, model))
     return tuple(issues)
