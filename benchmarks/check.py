@@ -111,7 +111,8 @@ def main() -> None:
             cpu, wall, findings = time_in_process(folder)
         growth = f"{cpu / previous:.1f}x" if previous else "-"
         previous = cpu
-        print(f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f} {growth:>11} {findings:>9} {code:>5}")
+        row = f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f}"
+        print(f"{row} {growth:>11} {findings:>9} {code:>5}")
 
 
 if __name__ == "__main__":

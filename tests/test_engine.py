@@ -161,9 +161,16 @@ def test_python_module_templates_and_schemas(tmp_path: Path) -> None:
     module = write(tmp_path, "tasks.py", PY_MODULE)
     folder = tmp_path / "templates"
     folder.mkdir()
-    write(folder, "t.yaml", "name: y\nparams: {q: str}\ninstructions: '{{q}}'\noutput_format: {type: json, schema: Answer}\n")
+    write(
+        folder,
+        "t.yaml",
+        "name: y\nparams: {q: str}\ninstructions: '{{q}}'\noutput_format: {type: json, schema: Answer}\n",
+    )
     report = check([folder], python=[str(module)])
-    found = [(f.code, f.location.file if f.location else None, f.location.line if f.location else None) for f in report.findings]
+    found = [
+        (f.code, f.location.file if f.location else None, f.location.line if f.location else None)
+        for f in report.findings
+    ]
     assert [("W203", str(module), 6), ("W201", str(module), 13)] == found
     assert (2, 1) == (report.templates, report.schemas)
 

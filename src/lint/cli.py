@@ -53,7 +53,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     select, ignore = _codes(args.select), _codes(args.ignore)
     unknown = [c for c in (*select, *ignore) if not any(code.startswith(c) for code in RULES)]
     if unknown:
-        print(f"atomtask: error: no code starts with {', '.join(map(repr, unknown))}; codes: {', '.join(RULES)}.", file=err)
+        print(
+            f"atomtask: error: no code starts with {', '.join(map(repr, unknown))}; codes: {', '.join(RULES)}.",
+            file=err,
+        )
         return EXIT_USAGE
     paths: list[str | Path] = list(args.paths)
     if not paths and not args.python:

@@ -186,7 +186,9 @@ class _Run:
                 for schema in value.models.names():
                     self.schemas_seen += 1
                     try:
-                        self.models.register(value.models.get(schema), schema, location=value.models.location_of(schema))
+                        self.models.register(
+                            value.models.get(schema), schema, location=value.models.location_of(schema)
+                        )
                     except UsageError as exc:
                         self.add(exc)
                 for template_name in value.templates.names():
@@ -290,7 +292,9 @@ class _Run:
         file = self.python_files.get(template.name)
         return _find_in_file(file, template.name) if file else None
 
-    def _field_location(self, owner: str | None, field: str | None, compiled: CompiledTemplate) -> SourceLocation | None:
+    def _field_location(
+        self, owner: str | None, field: str | None, compiled: CompiledTemplate
+    ) -> SourceLocation | None:
         schema = self.schema_defs.get(owner) if owner else None
         if schema is not None:
             for field_def in schema.fields:

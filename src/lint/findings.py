@@ -70,118 +70,220 @@ E, W = Severity.ERROR, Severity.WARNING
 
 _ALL = [
     # -- E1xx: what registration rejects (the same code raises at `TaskSystem.load` / `register`) -----------
-    _rule("E101", "unreadable-file", E, "a declaration file cannot be parsed or has the wrong shape", """
+    _rule(
+        "E101",
+        "unreadable-file",
+        E,
+        "a declaration file cannot be parsed or has the wrong shape",
+        """
 The file is not valid YAML (or S-expression, or JSON), or a mapping in it is neither a template nor a
 schema, or a key is unknown or has the wrong type.
 
     name: greet
     instructions: Say hi
     retrys: 2            # E101 Invalid template 'greet': `retrys`: unknown key
-"""),
-    _rule("E102", "template-error", E, "a template is invalid", """
+""",
+    ),
+    _rule(
+        "E102",
+        "template-error",
+        E,
+        "a template is invalid",
+        """
 A placeholder names no declared parameter, a placeholder is malformed, a `{{param.field}}` path does
 not exist in the parameter's schema, or a parameter default does not fit its type.
 
     params: {text: str}
     instructions: Summarise {{txt}}   # E102 ... is not a declared parameter. Did you mean 'text'?
-"""),
-    _rule("E103", "schema-error", E, "a schema or type string is invalid or cannot be resolved", """
+""",
+    ),
+    _rule(
+        "E103",
+        "schema-error",
+        E,
+        "a schema or type string is invalid or cannot be resolved",
+        """
 An unknown schema name (in `output_format.schema`, a parameter type or a field type), a bad type
 string, an option that does not apply to the field's type, a default that does not match.
 
     output_format: {type: json, schema: Contct}   # E103 Unknown schema 'Contct'. Did you mean 'Contact'?
-"""),
-    _rule("E104", "unknown-provider", E, "a model string names no provider pydantic-ai knows", """
+""",
+    ),
+    _rule(
+        "E104",
+        "unknown-provider",
+        E,
+        "a model string names no provider pydantic-ai knows",
+        """
 Checked against the installed pydantic-ai's provider list, without importing any provider SDK.
 
     model: opanai:gpt-4o    # E104 Unknown provider 'opanai'. Did you mean 'openai'?
-"""),
-    _rule("E105", "duplicate-name", E, "two different templates or schemas share a name", """
+""",
+    ),
+    _rule(
+        "E105",
+        "duplicate-name",
+        E,
+        "two different templates or schemas share a name",
+        """
 Both locations are shown. Identical re-declarations are accepted, as at registration.
 
     a.yaml:  name: summarize ...
     b.yaml:  name: summarize ...   # E105 Template name 'summarize' is already registered at a.yaml:1:1
-"""),
-    _rule("E106", "python-module", E, "a module named with `--python` cannot be imported", """
+""",
+    ),
+    _rule(
+        "E106",
+        "python-module",
+        E,
+        "a module named with `--python` cannot be imported",
+        """
 The module (or a template or schema it registers at import time) raised; the finding points at the
 line that raised.
 
     atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
-"""),
+""",
+    ),
     # -- W2xx: prompt and template quality --------------------------------------------------------------------
-    _rule("W201", "unused-param", W, "a declared parameter is used in neither `instructions` nor `system`", """
+    _rule(
+        "W201",
+        "unused-param",
+        W,
+        "a declared parameter is used in neither `instructions` nor `system`",
+        """
 The caller must pass it (or it has a default) but the model never sees it.
 
     params: {text: str, locale: str}
     instructions: Summarise {{text}}      # W201 Parameter 'locale' ... is never used
-"""),
-    _rule("W202", "input-not-in-instructions", W, "a required parameter appears only in `system`", """
+""",
+    ),
+    _rule(
+        "W202",
+        "input-not-in-instructions",
+        W,
+        "a required parameter appears only in `system`",
+        """
 A required input the instructions never mention: the task the model is asked to do does not include
 it, which usually means it was meant to be in the instructions.
 
     params: {text: str, tone: str}
     system: Write in a {{tone}} tone.
     instructions: Summarise the document.   # W202 Required parameter 'text' ...
-"""),
-    _rule("W203", "field-without-description", W, "an output field has no description", """
+""",
+    ),
+    _rule(
+        "W203",
+        "field-without-description",
+        W,
+        "an output field has no description",
+        """
 Field descriptions are what the model reads about each field (they go into the JSON Schema it gets).
 
     fields:
       - name: score
         type: float                      # W203 Field 'score' of 'Review' has no description
-"""),
-    _rule("W204", "reasoning-after-answer", W, "a reasoning-like field comes after the answer it should precede", """
+""",
+    ),
+    _rule(
+        "W204",
+        "reasoning-after-answer",
+        W,
+        "a reasoning-like field comes after the answer it should precede",
+        """
 Models write fields in order; reasoning written after the answer cannot inform it. Put fields named
 like `reasoning`, `rationale`, `explanation`, `thinking`, `analysis`, `justification` first.
 
     fields:
       - {name: category, type: str}
       - {name: reasoning, type: str}     # W204 'reasoning' comes after 'category'
-"""),
-    _rule("W205", "confusable-enum-values", W, "enum or literal values differ only by case or whitespace", """
+""",
+    ),
+    _rule(
+        "W205",
+        "confusable-enum-values",
+        W,
+        "enum or literal values differ only by case or whitespace",
+        """
 The model picks one spelling at random; validation then accepts only the exact one.
 
     type: literal["Bug", "bug ", "feature"]   # W205 'Bug' and 'bug ' differ only by case or whitespace
-"""),
+""",
+    ),
     # -- P3xx: provider compatibility, from what pydantic-ai does to the schema for the template's model --------
-    _rule("P301", "output-mode-unsupported", E, "the model's profile does not support the template's output mode", """
+    _rule(
+        "P301",
+        "output-mode-unsupported",
+        E,
+        "the model's profile does not support the template's output mode",
+        """
 pydantic-ai raises at call time (`Native structured output is not supported by this model.`).
 
     model: anthropic:claude-3-haiku-20240307
     output_format: {type: json, schema: Contact, mode: native}   # P301
-"""),
-    _rule("P302", "schema-rejected", E, "pydantic-ai's schema transformer for the model rejects the output schema", """
+""",
+    ),
+    _rule(
+        "P302",
+        "schema-rejected",
+        E,
+        "pydantic-ai's schema transformer for the model rejects the output schema",
+        """
 For example a recursive schema under a provider whose transformer must inline every `$ref`.
-"""),
-    _rule("P303", "not-strict", W, "the output schema is not strict-compatible, so the provider will not enforce it", """
+""",
+    ),
+    _rule(
+        "P303",
+        "not-strict",
+        W,
+        "the output schema is not strict-compatible, so the provider will not enforce it",
+        """
 pydantic-ai turns strict mode on only when the transformed schema is strict-compatible. OpenAI strict
 mode needs every property required, no `default`, and no `minLength`/`pattern`-like keywords on some
 endpoints; without it the answer is not constrained and a malformed one costs a retry.
 
     fields:
       - {name: email, type: "str?"}   # P303 (openai-chat:gpt-4o) 'email' is not required; has a default
-"""),
-    _rule("P304", "keyword-dropped", W, "the provider's schema transformer drops a keyword of the output schema", """
+""",
+    ),
+    _rule(
+        "P304",
+        "keyword-dropped",
+        W,
+        "the provider's schema transformer drops a keyword of the output schema",
+        """
 The keyword never reaches the provider; validation still checks it, so answers that break it cost a
 retry. (Google, for example, drops `exclusiveMinimum`.)
 
     fields:
       - {name: score, type: float, gt: 0}   # P304 (google-gla:gemini-2.5-flash) `exclusiveMinimum` dropped
-"""),
-    _rule("P305", "constraint-in-description", W, "a constraint is moved into the description, not enforced", """
+""",
+    ),
+    _rule(
+        "P305",
+        "constraint-in-description",
+        W,
+        "a constraint is moved into the description, not enforced",
+        """
 The transformer removes a constraint keyword and writes it into the field's description; the provider
 does not enforce it, the model merely reads it.
 
     fields:
       - {name: day, type: date}   # P305 (google-gla:...) `format: date` moved into the description
-"""),
-    _rule("P306", "dict-field-empty", W, "the provider drops `additionalProperties`, so a dict field comes back empty", """
+""",
+    ),
+    _rule(
+        "P306",
+        "dict-field-empty",
+        W,
+        "the provider drops `additionalProperties`, so a dict field comes back empty",
+        """
 A `dict[K, V]` field is an object whose keys are given by `additionalProperties`; a provider that drops
 it (or forces it to false) only allows `{}`. Use a list of key/value objects instead.
 
     fields:
       - {name: scores, type: "dict[str, int]"}   # P306
-"""),
+""",
+    ),
 ]
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}

@@ -1,0 +1,76 @@
+"""`atomtask check`: linter-style lines, a summary, exit codes, JSON, code selection and explanations."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from atomtask.cli import main
+from atomtask.lint import RULES
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+WARN_ONLY = "name: t\nparams: {text: str, spare: {type: str, default: x}}\ninstructions: '{{text}}'\n"
+
+
+def test_clean_exit_0(templates_dir: Path) -> None:
+    """Clean declarations exit 0 with only the summary line."""
+    assert (0, "All clear: checked 4 files, 3 templates, 3 schemas.\n", "") == run(["check", str(templates_dir)])
+
+
+def test_error_lines_and_exit_1(tmp_path: Path) -> None:
+    """Each finding is `file:line:col: CODE message`; errors exit 1."""
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nparams: {text: str}\ninstructions: 'Read {{txet}}'\n")
+    code, out, _ = run(["check", str(path)])
+    lines = out.splitlines()
+    assert 1 == code
+    assert lines[0].startswith(f"{path}:3:20: E102 Placeholder '{{{{txet}}}}'")
+    assert "Found 1 error and 0 warnings in 1 file, 1 template, 0 schemas." == lines[-1]
+
+
+def test_warnings_fail_only_with_strict(tmp_path: Path) -> None:
+    """A warning alone exits 0, or 1 with `--strict`; `--ignore` drops it."""
+    path = tmp_path / "t.yaml"
+    path.write_text(WARN_ONLY)
+    assert 0 == run(["check", str(path)])[0]
+    assert 1 == run(["check", "--strict", str(path)])[0]
+    assert (0, "All clear: checked 1 file, 1 template, 0 schemas.\n", "") == run(
+        ["check", "--strict", "--ignore", "W201", str(path)]
+    )
+
+
+def test_json_format(tmp_path: Path) -> None:
+    """`--format json` prints findings with code, severity and position, and a summary."""
+    path = tmp_path / "t.yaml"
+    path.write_text(WARN_ONLY)
+    code, out, _ = run(["check", "--format", "json", str(path)])
+    document = json.loads(out)
+    assert 0 == code
+    assert [("W201", "warning", str(path), 2, 28)] == [
+        (f["code"], f["severity"], f["file"], f["line"], f["column"]) for f in document["findings"]
+    ]
+    assert {"errors": 0, "warnings": 1, "failed": False} == {
+        k: document["summary"][k] for k in ("errors", "warnings", "failed")
+    }
+
+
+def test_explain_every_code() -> None:
+    """`--explain CODE` prints each code's summary and example."""
+    for code, rule in RULES.items():
+        status, out, _ = run(["check", "--explain", code.lower()])
+        assert 0 == status
+        assert out.startswith(f"{code} {rule.name} ({rule.severity.value}): {rule.summary}")
+        assert code in out.split("\n", 1)[1] or code in ("E106", "P302")
+
+
+def test_unknown_codes_are_usage_errors(tmp_path: Path) -> None:
+    """An unknown code in `--select` or `--explain` exits 2."""
+    assert 2 == run(["check", "--select", "X9", str(tmp_path)])[0]
+    assert 2 == run(["check", "--explain", "X9"])[0]
