@@ -36,10 +36,13 @@ templates:
     instructions: |
       Classify this ticket:
       {{{{text}}}}
-    output_format: {{type: json, schema: Verdict{i}, mode: tool}}
+    output_format: {{type: json, schema: Verdict{s}, mode: tool}}
     model: openai-chat:gpt-4o-mini
+"""
+
+SCHEMA = """\
 schemas:
-  - name: Verdict{i}
+  - name: Verdict{s}
     description: A verdict.
     fields:
       - name: reasoning
@@ -62,9 +65,13 @@ schemas:
 """
 
 
-def generate(folder: Path, count: int) -> None:
+def generate(folder: Path, count: int, share: int = 1) -> None:
+    """`count` templates, one file each; every `share` templates use one schema (declared in the first's file)."""
     for i in range(count):
-        (folder / f"task_{i:05d}.yaml").write_text(TEMPLATE.format(i=i), encoding="utf-8")
+        text = TEMPLATE.format(i=i, s=i // share)
+        if i % share == 0:
+            text += SCHEMA.format(s=i // share)
+        (folder / f"task_{i:05d}.yaml").write_text(text, encoding="utf-8")
 
 
 def time_command(folder: Path) -> tuple[float, float, int]:
@@ -92,6 +99,7 @@ def time_in_process(folder: Path) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--share", type=int, nargs="+", default=[1, 10], help="templates per schema (default: 1 10)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as warm:
@@ -100,19 +108,21 @@ def main() -> None:
         empty_cpu, empty_wall, _ = time_command(Path(warm))
 
     print(f"start-up: `atomtask check` on 5 templates: {empty_cpu:.3f} s CPU, {empty_wall:.3f} s wall")
-    header = f"{'templates':>10} {'cmd CPU s':>10} {'cmd wall s':>11} {'check CPU s':>12} {'check wall s':>13}"
-    print(header + f" {'CPU growth':>11} {'findings':>9} {'exit':>5}")
-    previous: float | None = None
-    for size in args.sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            generate(folder, size)
-            cmd_cpu, cmd_wall, code = time_command(folder)
-            cpu, wall, findings = time_in_process(folder)
-        growth = f"{cpu / previous:.1f}x" if previous else "-"
-        previous = cpu
-        row = f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f}"
-        print(f"{row} {growth:>11} {findings:>9} {code:>5}")
+    for share in args.share:
+        print(f"\n{'one schema per template' if share == 1 else f'one schema per {share} templates'}:")
+        header = f"{'templates':>10} {'cmd CPU s':>10} {'cmd wall s':>11} {'check CPU s':>12} {'check wall s':>13}"
+        print(header + f" {'CPU growth':>11} {'findings':>9} {'exit':>5}")
+        previous: float | None = None
+        for size in args.sizes:
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                generate(folder, size, share)
+                cmd_cpu, cmd_wall, code = time_command(folder)
+                cpu, wall, findings = time_in_process(folder)
+            growth = f"{cpu / previous:.1f}x" if previous else "-"
+            previous = cpu
+            row = f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f}"
+            print(f"{row} {growth:>11} {findings:>9} {code:>5}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from atomtask.cli import main
 from atomtask.lint import RULES
 
@@ -74,3 +75,13 @@ def test_unknown_codes_are_usage_errors(tmp_path: Path) -> None:
     """An unknown code in `--select` or `--explain` exits 2."""
     assert 2 == run(["check", "--select", "X9", str(tmp_path)])[0]
     assert 2 == run(["check", "--explain", "X9"])[0]
+
+
+def test_default_path_is_local_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without PATH, `./templates` is checked; without it either, nothing to check exits 2."""
+    monkeypatch.chdir(tmp_path)
+    assert (2, "") == run(["check"])[:2]
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.yaml").write_text(WARN_ONLY)
+    code, out, _ = run(["check"])
+    assert (0, "templates/t.yaml:2:28: W201") == (code, out.split(" Parameter")[0])

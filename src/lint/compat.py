@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator
-from copy import deepcopy
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
@@ -165,22 +164,19 @@ def profile_for(model: str) -> ResolvedProfile | None:
 
 
 def analyse(schema: JsonSchema, model: str, mode: str) -> list[CompatIssue]:
-    """Compatibility issues of output `schema` sent in output `mode` (tool|native|prompted) to `model`."""
+    """Compatibility issues of output `schema` sent in output `mode` (tool|native|prompted) to `model`.
+
+    `schema` is not modified (pydantic-ai's transformers walk a copy).
+    """
     if profile_for(model) is None:
         return []
-    return list(_analyse_cached(_freeze(schema), model, mode))
+    return _analyse(schema, model, mode)
 
 
-def _freeze(schema: JsonSchema) -> str:
-    return json.dumps(schema, sort_keys=True)
-
-
-@functools.lru_cache(maxsize=4096)
-def _analyse_cached(frozen: str, model: str, mode: str) -> tuple[CompatIssue, ...]:
+def _analyse(schema: JsonSchema, model: str, mode: str) -> list[CompatIssue]:
     resolved = profile_for(model)
     assert resolved is not None
     profile = resolved.profile
-    schema: JsonSchema = json.loads(frozen)
     title = schema.get("title")
     issues: list[CompatIssue] = []
     # The same gates as pydantic-ai's `Model.prepare_request`.
@@ -200,17 +196,17 @@ def _analyse_cached(frozen: str, model: str, mode: str) -> tuple[CompatIssue, ..
                 field=None,
             )
         )
-        return tuple(issues)
+        return issues
     transformer = profile.get("json_schema_transformer")
     if transformer is None or mode == "prompted":
         # Prompted output puts the schema in the instructions: nothing is enforced, nothing is dropped.
-        return tuple(issues)
+        return issues
     if mode == "native":
         transformer = getattr(transformer, "output_object_transformer", transformer)
     from pydantic_ai.exceptions import UserError
 
     try:
-        walker = transformer(deepcopy(schema), strict=None)
+        walker = transformer(schema, strict=None)
         sent = walker.walk()
     except UserError as exc:
         issues.append(
@@ -221,13 +217,13 @@ def _analyse_cached(frozen: str, model: str, mode: str) -> tuple[CompatIssue, ..
                 field=None,
             )
         )
-        return tuple(issues)
+        return issues
     issues.extend(_dropped(schema, sent, model))
     # An OpenAI-family key (hosts such as Ollama turn strict tool definitions off); others leave it out.
     strict_capable = profile.get("openai_supports_strict_tool_definition", True) is not False
     if not walker.is_strict_compatible and strict_capable:
         issues.extend(_not_strict(schema, sent, transformer, model))
-    return tuple(issues)
+    return issues
 
 
 def _not_strict(schema: JsonSchema, sent: JsonSchema, transformer: Any, model: str) -> list[CompatIssue]:
@@ -235,7 +231,7 @@ def _not_strict(schema: JsonSchema, sent: JsonSchema, transformer: Any, model: s
 
     reasons: list[tuple[str | None, str | None, str]] = []
     try:
-        strict = transformer(deepcopy(schema), strict=True).walk()
+        strict = transformer(schema, strict=True).walk()
     except UserError as exc:
         reasons.append((schema.get("title"), None, str(exc)))
     else:

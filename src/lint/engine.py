@@ -30,6 +30,7 @@ from atomtask.system.errors import (
     UsageError,
 )
 from atomtask.system.loader import Declarations
+from atomtask.system.loader import _reject_duplicate_schemas as reject_duplicate_schemas
 from atomtask.system.model_registry import ModelRegistry
 from atomtask.system.readers import declaration_files, read_file
 from atomtask.system.schemas import SchemaDef, build_models
@@ -217,12 +218,10 @@ class _Run:
                 unique[schema.name] = schema
             elif first != schema:
                 self.broken_schemas.add(schema.name)
-                self.note(
-                    "E105",
-                    f"Schema {schema.name!r} is declared twice with different content, first at "
-                    f"{first.location or 'an unknown place'}; rename or remove one.",
-                    schema.location,
-                )
+                try:
+                    reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
+                except UsageError as exc:
+                    self.add(exc)
         self.schema_defs.update(unique)
         known = {name: self.models.get(name) for name in self.models.names()}
         batch = list(unique.values())
@@ -255,6 +254,7 @@ class _Run:
 
     def lint(self) -> None:
         schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
         for name in self.templates.names():
             compiled = self.templates.compiled(name)
             self._template_warnings(compiled)
@@ -266,7 +266,10 @@ class _Run:
                 for code, message, owner, field in rules.schema_issues(schemas[cls]):
                     self.note(code, message, self._field_location(owner, field, compiled))
             for model in self._models_of(compiled.template):
-                for issue in compat.analyse(schemas[cls], model, compiled.output_mode.value):
+                key = (cls, model, compiled.output_mode.value)
+                if key not in issues:  # templates sharing a schema, model and mode share the analysis
+                    issues[key] = compat.analyse(schemas[cls], model, compiled.output_mode.value)
+                for issue in issues[key]:
                     if issue.code == "P301":  # about the template's choice of mode, not its schema
                         template = compiled.template
                         where = template.location_of("output_format.mode") or template.location_of("output_format")

@@ -7,6 +7,7 @@ strings, unknown providers, defaults that do not fit their type.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -85,7 +86,7 @@ def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[
         if spec.required:
             continue
         try:
-            defaults[name] = TypeAdapter(annotations[name]).validate_python(spec.default)
+            defaults[name] = _adapter(annotations[name]).validate_python(spec.default)
         except ValidationError as exc:
             raise TemplateError(
                 f"Default {spec.default!r} of parameter {name!r} in template {template.name!r} does not "
@@ -93,6 +94,19 @@ def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[
                 location=template.location_of(f"params.{name}"),
             ) from None
     return defaults
+
+
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    """A validator for `annotation`, shared between templates (building one costs more than validating)."""
+    try:
+        return _cached_adapter(annotation)
+    except TypeError:  # an unhashable annotation
+        return TypeAdapter(annotation)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
 
 
 def _check_placeholders(template: Template, field: str, annotations: Mapping[str, Any]) -> list[Placeholder]:
