@@ -42,6 +42,7 @@ from pydantic import BaseModel
 __all__ = ["CheckReport", "check"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
 
 
 @attrs.frozen(kw_only=True)
@@ -167,14 +168,14 @@ class _Run:
         try:
             module = _import(name)
         except UsageError as exc:
-            self.add(exc.with_location(_raising_line(exc)))
+            self.add(exc.with_location(_raising_line(exc) or SourceLocation(file=name)))
             return
         except Exception as exc:
             self.note(
                 "E106",
                 f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
                 "(`--python package.module` or `--python path/to/file.py`).",
-                _raising_line(exc),
+                _raising_line(exc) or SourceLocation(file=name),
             )
             return
         from atomtask.task_system import TaskSystem
@@ -272,7 +273,7 @@ class _Run:
                 for issue in issues[key]:
                     if issue.code == "P301":  # about the template's choice of mode, not its schema
                         template = compiled.template
-                        where = template.location_of("output_format.mode") or template.location_of("output_format")
+                        where = template.location_of("output_format.mode") or self._locate(template)
                     else:
                         where = self._field_location(issue.owner, issue.field, compiled)
                     self.note(issue.code, issue.message, where)
@@ -353,7 +354,7 @@ def _raising_line(exc: BaseException) -> SourceLocation | None:
     """The innermost frame of the traceback outside atomtask and the import machinery."""
     found: SourceLocation | None = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename.startswith(_PACKAGE_DIR) or frame.filename.startswith("<frozen"):
+        if frame.filename.startswith((_PACKAGE_DIR, _IMPORTLIB_DIR, "<frozen")):
             continue
         found = SourceLocation(file=frame.filename, line=frame.lineno)
     return found

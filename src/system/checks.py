@@ -225,15 +225,30 @@ def _class_name(template_name: str) -> str:
 
 
 def _inputs_adapter(template: Template, annotations: Mapping[str, Any]) -> TypeAdapter[dict[str, Any]]:
+    # Templates with the same parameters (names, types, required) share one validator: building
+    # it costs far more than the rest of the checks, and many templates take the same inputs.
+    signature = tuple((name, annotations[name], spec.required) for name, spec in template.params.items())
+    try:
+        return _cached_inputs_adapter(signature)
+    except TypeError:  # an unhashable annotation
+        return _build_inputs_adapter(signature)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_inputs_adapter(signature: tuple[tuple[str, Any, bool], ...]) -> TypeAdapter[dict[str, Any]]:
+    return _build_inputs_adapter(signature)
+
+
+def _build_inputs_adapter(signature: tuple[tuple[str, Any, bool], ...]) -> TypeAdapter[dict[str, Any]]:
     # A TypedDict rather than a model: parameter names such as `json` or `schema` would shadow
     # BaseModel attributes. Unknown names are rejected (`extra="forbid"`).
     fields = {
-        name: (Required[annotations[name]] if spec.required else NotRequired[annotations[name]])
-        for name, spec in template.params.items()
+        name: (Required[annotation] if required else NotRequired[annotation])
+        for name, annotation, required in signature
     }
     # The functional form with a computed field map, which type checkers cannot follow.
     make_typed_dict: Any = TypedDict
-    typed_dict: Any = make_typed_dict(f"{_class_name(template.name)}Inputs", fields)
+    typed_dict: Any = make_typed_dict("TemplateInputs", fields)
     typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
     adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed_dict)
     return adapter
