@@ -12,7 +12,34 @@ Example:
 
 from __future__ import annotations
 
-from atomtask.lint.engine import CheckReport, check
-from atomtask.lint.findings import RULES, Finding, Rule, Severity
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from atomtask.lint.engine import CheckReport, check
+    from atomtask.lint.findings import RULES, Finding, Rule, Severity
 
 __all__ = ["RULES", "CheckReport", "Finding", "Rule", "Severity", "check"]
+
+# Loaded on first use: the CLI imports `atomtask.lint.cli` to build its parser, which must stay light.
+_EXPORTS = {
+    "CheckReport": "atomtask.lint.engine",
+    "check": "atomtask.lint.engine",
+    "RULES": "atomtask.lint.findings",
+    "Finding": "atomtask.lint.findings",
+    "Rule": "atomtask.lint.findings",
+    "Severity": "atomtask.lint.findings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atomtask.lint' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
