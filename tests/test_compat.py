@@ -37,7 +37,7 @@ def test_openai_strict_mode_reasons() -> None:
 
 def test_google_drops_and_moves_keywords() -> None:
     """Gemini: `exclusiveMinimum` is dropped (P304) and `format` moved into the description (P305)."""
-    assert [("P305", "day"), ("P304", "score")] == sorted(found("google-gla:gemini-2.5-flash"), reverse=True)
+    assert [("P305", "day"), ("P304", "score")] == sorted(found("google:gemini-2.5-flash"), reverse=True)
 
 
 def test_unsupported_native_output_is_an_error() -> None:
@@ -65,7 +65,7 @@ def test_no_provider_sdk_is_imported() -> None:
 import json, sys
 from atomtask.lint.compat import analyse
 schema = json.loads({json.dumps(json.dumps(SCHEMA))})
-for model in ["openai:gpt-4o", "openai-chat:gpt-4o", "google-gla:gemini-2.5-flash", "anthropic:claude-sonnet-4-5",
+for model in ["openai:gpt-4o", "openai-chat:gpt-4o", "google:gemini-2.5-flash", "anthropic:claude-sonnet-4-5",
               "mistral:mistral-large-latest", "groq:llama-3.3-70b", "ollama:qwen3"]:
     for mode in ["tool", "native"]:
         analyse(schema, model, mode)

@@ -48,7 +48,7 @@ def codes(folder: Path, **kwargs: object) -> list[tuple[str, int | None]]:
 
 def test_shipped_templates_are_clean(templates_dir: Path) -> None:
     """The templates shipped with atomtask have no findings, even against a real provider's profile."""
-    report = check([templates_dir], models=["google-gla:gemini-2.5-flash"])
+    report = check([templates_dir], models=["google:gemini-2.5-flash"])
     assert [] == [str(f) for f in report.findings]
     assert (3, 3) == (report.templates, report.schemas)
 

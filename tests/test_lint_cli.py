@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import json
 from pathlib import Path
 
@@ -85,3 +87,53 @@ def test_default_path_is_local_templates(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "templates" / "t.yaml").write_text(WARN_ONLY)
     code, out, _ = run(["check"])
     assert (0, "templates/t.yaml:2:28: W201") == (code, out.split(" Parameter")[0])
+
+
+def test_syntax_error_in_one_file_does_not_hide_the_others(tmp_path: Path) -> None:
+    """A YAML syntax error is E101 at its line and column; the other files are still checked."""
+    (tmp_path / "a.yaml").write_text("name: a\ninstructions: [unclosed\n")
+    (tmp_path / "b.yaml").write_text("name: b\ninstructions: '{{x}}'\n")
+    code, out, _ = run(["check", str(tmp_path)])
+    assert 1 == code
+    assert [f"{tmp_path / 'a.yaml'}:3:1: E101", f"{tmp_path / 'b.yaml'}:2:15: E102"] == [
+        line.split(" Invalid")[0].split(" Placeholder")[0] for line in out.splitlines()[:-1]
+    ]
+
+
+def test_unsupported_mode_points_at_the_template(tmp_path: Path) -> None:
+    """P301 is reported at the template's `mode`, for the template's own model."""
+    (tmp_path / "t.yaml").write_text(
+        "schemas:\n  - {name: Out, fields: [{name: a, description: A}]}\n"
+        "templates:\n  - name: t\n    instructions: hi\n    model: mistral:mistral-large-latest\n"
+        "    output_format: {type: json, schema: Out, mode: native}\n"
+    )
+    code, out, _ = run(["check", str(tmp_path)])
+    assert 1 == code
+    assert out.startswith(f"{tmp_path / 't.yaml'}:7:52: P301 'mistral:mistral-large-latest' does not support")
+
+
+def test_check_command_imports_no_provider_sdk(tmp_path: Path) -> None:
+    """The whole command, on templates naming OpenAI, Anthropic and Google models, imports none of their SDKs."""
+    for provider, model in [
+        ("a", "openai:gpt-4o"),
+        ("b", "anthropic:claude-sonnet-4-5"),
+        ("c", "google:gemini-2.5-pro"),
+    ]:
+        (tmp_path / f"{provider}.yaml").write_text(
+            f"name: {provider}\ninstructions: hi\nmodel: {model}\noutput_format: {{type: json, schema: Out}}\n"
+        )
+    (tmp_path / "s.yaml").write_text("name: Out\nfields: [{name: a, type: 'str?', description: A}]\n")
+    code = (
+        "import sys\nfrom atomtask.cli import main\n"
+        f"status = main(['check', {str(tmp_path)!r}])\n"
+        "print(status, sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "0 []" == done.stdout.strip().splitlines()[-1]
+
+
+def test_unknown_provider_in_model_option_exits_2(templates_dir: Path) -> None:
+    """`--model` with an unknown provider is a usage error with a suggestion."""
+    code, _, err = run(["check", str(templates_dir), "--model", "opnai:gpt-4o"])
+    assert 2 == code
+    assert "Did you mean 'openai'" in err

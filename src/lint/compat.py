@@ -126,8 +126,6 @@ _ROUTES: dict[str, tuple[Callable[[str], ModelProfile | None], bool]] = {
     "openai": (_openai_first_party, True),
     "openai-chat": (_openai_first_party, True),
     "openai-responses": (_openai_first_party, True),
-    "google-gla": (_simple("google", "google_model_profile"), True),
-    "google-vertex": (_simple("google", "google_model_profile"), True),
     "google": (_simple("google", "google_model_profile"), True),
     "google-cloud": (_simple("google", "google_model_profile"), True),
     "anthropic": (_simple("anthropic", "anthropic_model_profile"), True),

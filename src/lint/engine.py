@@ -32,6 +32,7 @@ from atomtask.system.errors import (
 from atomtask.system.loader import Declarations
 from atomtask.system.loader import _reject_duplicate_schemas as reject_duplicate_schemas
 from atomtask.system.model_registry import ModelRegistry
+from atomtask.system.providers import check_model_string
 from atomtask.system.readers import declaration_files, read_file
 from atomtask.system.schemas import SchemaDef, build_models
 from atomtask.system.template_registry import TemplateRegistry
@@ -86,7 +87,10 @@ def check(
         select: only report codes starting with one of these (default: all).
         ignore: do not report codes starting with one of these.
     """
-    run = _Run(default_models=tuple(models) or _env_models())
+    defaults = tuple(models) or _env_models()
+    for model in defaults:  # a bad argument, not a finding: raises ConfigurationError
+        check_model_string(model, where="the models to check against")
+    run = _Run(default_models=defaults)
     for module in python:
         run.import_module(module)
     files: list[Path] = []

@@ -255,7 +255,7 @@ The keyword never reaches the provider; validation still checks it, so answers t
 retry. (Google, for example, drops `exclusiveMinimum`.)
 
     fields:
-      - {name: score, type: float, gt: 0}   # P304 (google-gla:gemini-2.5-flash) `exclusiveMinimum` dropped
+      - {name: score, type: float, gt: 0}   # P304 (google:gemini-2.5-flash) `exclusiveMinimum` dropped
 """,
     ),
     _rule(
@@ -268,7 +268,7 @@ The transformer removes a constraint keyword and writes it into the field's desc
 does not enforce it, the model merely reads it.
 
     fields:
-      - {name: day, type: date}   # P305 (google-gla:...) `format: date` moved into the description
+      - {name: day, type: date}   # P305 (google:...) `format: date` moved into the description
 """,
     ),
     _rule(
