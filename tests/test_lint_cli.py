@@ -122,11 +122,17 @@ def test_check_command_imports_no_provider_sdk(tmp_path: Path) -> None:
         (tmp_path / f"{provider}.yaml").write_text(
             f"name: {provider}\ninstructions: hi\nmodel: {model}\noutput_format: {{type: json, schema: Out}}\n"
         )
+    (tmp_path / "d.yaml").write_text(
+        "name: d\ninstructions: hi\noutput_format: {type: json, schema: Out, mode: native}\n"
+    )
     (tmp_path / "s.yaml").write_text("name: Out\nfields: [{name: a, type: 'str?', description: A}]\n")
+    others = ["mistral:mistral-large-latest", "groq:llama-3.3-70b-versatile", "ollama:qwen3", "cohere:command-r"]
+    argv = ["check", str(tmp_path), "--ignore", "P", *(f"--model={model}" for model in others)]
     code = (
         "import sys\nfrom atomtask.cli import main\n"
-        f"status = main(['check', {str(tmp_path)!r}])\n"
-        "print(status, sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google')))"
+        "SDKS = ('openai', 'anthropic', 'google', 'mistralai', 'groq', 'cohere')\n"
+        f"status = main({argv!r})\n"
+        "print(status, sorted(m for m in sys.modules if m.split('.')[0] in SDKS))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "0 []" == done.stdout.strip().splitlines()[-1]
