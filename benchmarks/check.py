@@ -74,11 +74,20 @@ def generate(folder: Path, count: int, share: int = 1) -> None:
         (folder / f"task_{i:05d}.yaml").write_text(text, encoding="utf-8")
 
 
-def time_command(folder: Path) -> tuple[float, float, int]:
+def time_command(folder: Path, select: list[str]) -> tuple[float, float, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "atomtask.cli", "check", str(folder), "--format", "json"],
+        [
+            sys.executable,
+            "-m",
+            "atomtask.cli",
+            "check",
+            str(folder),
+            "--format",
+            "json",
+            *(f"--select={c}" for c in select),
+        ],
         capture_output=True,
         check=False,
     )
@@ -88,24 +97,25 @@ def time_command(folder: Path) -> tuple[float, float, int]:
     return cpu, wall, done.returncode
 
 
-def time_in_process(folder: Path) -> tuple[float, float, int]:
+def time_in_process(folder: Path, select: list[str]) -> tuple[float, float, int]:
     from atomtask.lint import check
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    report = check([folder])
+    report = check([folder], select=select)
     return time.process_time() - cpu0, time.perf_counter() - wall0, len(report.findings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--select", nargs="*", default=[], help="codes to check (default: all), e.g. E")
     parser.add_argument("--share", type=int, nargs="+", default=[1, 10], help="templates per schema (default: 1 10)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as warm:
         generate(Path(warm), 5)
-        time_in_process(Path(warm))  # imports and first-use caches, outside the measurements
-        empty_cpu, empty_wall, _ = time_command(Path(warm))
+        time_in_process(Path(warm), args.select)  # imports and first-use caches, outside the measurements
+        empty_cpu, empty_wall, _ = time_command(Path(warm), args.select)
 
     print(f"start-up: `atomtask check` on 5 templates: {empty_cpu:.3f} s CPU, {empty_wall:.3f} s wall")
     for share in args.share:
@@ -117,8 +127,8 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp)
                 generate(folder, size, share)
-                cmd_cpu, cmd_wall, code = time_command(folder)
-                cpu, wall, findings = time_in_process(folder)
+                cmd_cpu, cmd_wall, code = time_command(folder, args.select)
+                cpu, wall, findings = time_in_process(folder, args.select)
             growth = f"{cpu / previous:.1f}x" if previous else "-"
             previous = cpu
             row = f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f}"

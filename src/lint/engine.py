@@ -13,7 +13,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +104,11 @@ def check(
     run.register_schemas(declarations.schemas)
     for template in declarations.templates:
         run.register_template(template)
-    run.lint()
-    findings = [f for f in run.findings.values() if (not select or matches(f.code, select))]
-    findings = [f for f in findings if not matches(f.code, ignore)]
+    def wanted(code: str) -> bool:
+        return (not select or matches(code, select)) and not matches(code, ignore)
+
+    run.lint(wanted)
+    findings = [f for f in run.findings.values() if wanted(f.code)]
     return CheckReport(
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         files=len(files),
@@ -257,14 +259,16 @@ class _Run:
 
     # -- warnings ---------------------------------------------------------------------------------------------
 
-    def lint(self) -> None:
+    def lint(self, wanted: Callable[[str], bool]) -> None:
+        """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them."""
+        schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
         schemas: dict[type[BaseModel], dict[str, Any]] = {}
         issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
         for name in self.templates.names():
             compiled = self.templates.compiled(name)
             self._template_warnings(compiled)
             cls = compiled.output_cls
-            if cls is None:
+            if cls is None or not schema_rules:
                 continue
             if cls not in schemas:
                 schemas[cls] = cls.model_json_schema()
