@@ -107,25 +107,21 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
 
 
 def load_paths(paths: Iterable[str | Path]) -> Declarations:
-    """Read every YAML file given, or found (sorted, non-recursively) in the folders given."""
+    """Read every declaration file given, or found (sorted, non-recursively) in the folders given.
+
+    Each file is read by the reader registered for its suffix (`atomtask.system.readers`: YAML, and
+    whatever else is registered), the same files and readers `atomtask check` uses.
+    """
+    from atomtask.system.readers import declaration_files, read_file  # it imports this module
+
     out = Declarations()
-    for file in _files(paths):
-        out.extend(load_yaml_text(file.read_text(encoding="utf-8"), str(file)))
+    for file in declaration_files(paths):
+        errors: list[UsageError] = []
+        out.extend(read_file(file, errors))
+        if errors:
+            raise errors[0]
     _reject_duplicate_schemas(out.schemas)
     return out
-
-
-def _files(paths: Iterable[str | Path]) -> list[Path]:
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise TemplateError(f"No such file or folder: {str(path)!r}. Pass a YAML file or a folder of them.")
-    return files
 
 
 def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:

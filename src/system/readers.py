@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from atomtask.system.errors import TemplateError, UsageError
-from atomtask.system.loader import Declarations, load_yaml_text
+from atomtask.system.loader import YAML_SUFFIXES, Declarations, load_yaml_text
 
 __all__ = ["Reader", "declaration_files", "read_file", "reader_for", "register_reader", "suffixes"]
 
@@ -78,4 +78,4 @@ def _read_yaml(path: Path, errors: list[UsageError]) -> Declarations:
     return load_yaml_text(path.read_text(encoding="utf-8"), str(path), errors=errors)
 
 
-register_reader((".yaml", ".yml"), _read_yaml)
+register_reader(YAML_SUFFIXES, _read_yaml)
