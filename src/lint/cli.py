@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,7 +68,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from atomtask.lint.engine import check
 
-    report = check(paths, python=args.python, models=args.model, select=select, ignore=ignore)
+    # A check allocates many long-lived objects and almost no cyclic garbage: the collector's full
+    # passes cost ~20% of the run and free next to nothing, so it pauses while the check runs.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        report = check(paths, python=args.python, models=args.model, select=select, ignore=ignore)
+    finally:
+        if collecting:
+            gc.enable()
     failed = report.failed(strict=args.strict)
     if args.format == "json":
         document = {
