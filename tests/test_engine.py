@@ -198,3 +198,10 @@ def test_python_module_without_a_system(tmp_path: Path) -> None:
     module = write(tmp_path, "empty.py", "X = 1\n")
     assert ["E106"] == [f.code for f in check(python=[str(module)]).findings]
     assert ["E106"] == [f.code for f in check(python=["no_such_module_atomtask"]).findings]
+
+
+def test_a_missing_path_does_not_stop_the_others(tmp_path: Path, templates_dir: Path) -> None:
+    """A path that does not exist is one E101; the paths after it are still checked."""
+    report = check([tmp_path / "nope", templates_dir])
+    assert ["E101"] == [f.code for f in report.findings]
+    assert 3 == report.templates

@@ -94,16 +94,18 @@ def check(
     for module in python:
         run.import_module(module)
     files: list[Path] = []
-    try:
-        files = declaration_files(paths)
-    except UsageError as exc:
-        run.add(exc, "E101")
+    for path in paths:
+        try:
+            files.extend(declaration_files([path]))
+        except UsageError as exc:  # a missing path: the others are still checked
+            run.add(exc.with_location(SourceLocation(file=str(path))), "E101")
     declarations = Declarations()
     for file in files:
         declarations.extend(run.read(file))
     run.register_schemas(declarations.schemas)
     for template in declarations.templates:
         run.register_template(template)
+
     def wanted(code: str) -> bool:
         return (not select or matches(code, select)) and not matches(code, ignore)
 
