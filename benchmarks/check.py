@@ -1,23 +1,27 @@
 """How long `atomtask check` takes, and how it grows: 100, 1,000 and 10,000 templates with schemas.
 
-Each template has its own named schema (four fields: a literal, a constrained float, an optional
-string, a list) and a model string, so every check runs: reading, schema building, template
-compilation, the W2xx rules and the provider compatibility transform. Measured two ways:
+Every template names a model and a schema (five fields: reasoning, a literal, a constrained float,
+an optional string, a list), so every check runs: reading, schema building, template compilation,
+the W2xx rules and the provider compatibility transforms. Two layouts: a schema of its own for every
+template (worst case: one Pydantic class and one JSON Schema per template), and one schema shared by
+ten templates. Measured two ways:
 
 - the `atomtask check DIR` command in a subprocess (CPU of the child from `getrusage`, and wall time),
-  which includes interpreter start-up and imports;
-- `atomtask.lint.check(DIR)` in this process after a warm-up (`time.process_time` and wall), the
-  check alone.
+  which includes interpreter start-up and imports (~1 s, mostly importing pydantic-ai, whose model
+  profiles the provider checks read);
+- `atomtask.lint.check(DIR)` alone, after a warm-up, in a fresh interpreter per size
+  (`time.process_time` and wall).
 
 Prints seconds and the growth ratio from one size to the next (linear growth: ratio ~10).
 Target: 1,000 templates under one second of CPU.
 
-    python benchmarks/check.py [--sizes 100 1000 10000]
+    python benchmarks/check.py [--sizes 100 1000 10000] [--share 1 10] [--select E]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
@@ -97,12 +101,23 @@ def time_command(folder: Path, select: list[str]) -> tuple[float, float, int]:
     return cpu, wall, done.returncode
 
 
-def time_in_process(folder: Path, select: list[str]) -> tuple[float, float, int]:
-    from atomtask.lint import check
+_IN_PROCESS = """
+import json, sys, time
+from atomtask.lint import check
+check([sys.argv[1]], select=sys.argv[3:])  # warm-up: imports and first-use caches
+cpu, wall = time.process_time(), time.perf_counter()
+report = check([sys.argv[2]], select=sys.argv[3:])
+print(json.dumps([time.process_time() - cpu, time.perf_counter() - wall, len(report.findings)]))
+"""
 
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    report = check([folder], select=select)
-    return time.process_time() - cpu0, time.perf_counter() - wall0, len(report.findings)
+
+def time_in_process(warm: Path, folder: Path, select: list[str]) -> tuple[float, float, int]:
+    """`check()` alone, after a warm-up, in a fresh interpreter (so sizes do not share a heap)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IN_PROCESS, str(warm), str(folder), *select], capture_output=True, text=True, check=True
+    )
+    cpu, wall, findings = json.loads(done.stdout)
+    return cpu, wall, findings
 
 
 def main() -> None:
@@ -112,10 +127,9 @@ def main() -> None:
     parser.add_argument("--share", type=int, nargs="+", default=[1, 10], help="templates per schema (default: 1 10)")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as warm:
-        generate(Path(warm), 5)
-        time_in_process(Path(warm), args.select)  # imports and first-use caches, outside the measurements
-        empty_cpu, empty_wall, _ = time_command(Path(warm), args.select)
+    warm = Path(tempfile.mkdtemp())
+    generate(warm, 5)
+    empty_cpu, empty_wall, _ = time_command(warm, args.select)
 
     print(f"start-up: `atomtask check` on 5 templates: {empty_cpu:.3f} s CPU, {empty_wall:.3f} s wall")
     for share in args.share:
@@ -128,7 +142,7 @@ def main() -> None:
                 folder = Path(tmp)
                 generate(folder, size, share)
                 cmd_cpu, cmd_wall, code = time_command(folder, args.select)
-                cpu, wall, findings = time_in_process(folder, args.select)
+                cpu, wall, findings = time_in_process(warm, folder, args.select)
             growth = f"{cpu / previous:.1f}x" if previous else "-"
             previous = cpu
             row = f"{size:>10} {cmd_cpu:>10.3f} {cmd_wall:>11.3f} {cpu:>12.3f} {wall:>13.3f}"
