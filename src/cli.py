@@ -92,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     from atomtask.memory.cli import add_memory_parser
 
     add_memory_parser(sub)
+
+    from atomtask.lint.cli import add_arguments as check_arguments  # argparse only: light
+
+    check_arguments(sub.add_parser("check", help="check templates and schemas without calling any model"))
     return parser
 
 
@@ -117,6 +121,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             from atomtask.memory.cli import run_memory
 
             return run_memory(args, out, err)
+        if args.command == "check":
+            from atomtask.lint.cli import run as check
+
+            return check(args, out, err)
     except UsageError as exc:
         print(f"atomtask: error: {exc}", file=err)
         return EXIT_USAGE

@@ -76,22 +76,14 @@ class TaskSystem:
     def load(self, path: str | Path | Iterable[str | Path]) -> list[str]:
         """Load templates and named schemas from YAML and `.sexp` files or folders; returns the template names.
 
-        YAML schemas are built and registered first (they may reference each other across files),
-        then every YAML template is checked and registered; then the `defschema` and `defatom`
-        forms of each `.sexp` file are evaluated (so they may use YAML schemas). Any mistake raises
-        a usage error with its file, line and column, before any model is called.
+        Every file is read by the reader for its suffix (YAML, JSON Schema `.json`, and the top-level
+        `defschema`/`defatom` forms of `.sexp` files; the same readers `atomtask check` uses). Schemas
+        are built and registered first, all files together (they may reference each other across files
+        and formats), then every template is checked and registered. Any mistake raises a usage error
+        with its file, line and column, before any model is called.
         """
-        from atomtask.sexp.loading import split_sources
-
         paths = [path] if isinstance(path, str | Path) else list(path)
-        yaml_paths, sexp_files = split_sources(paths)
-        names = self.register_declarations(load_paths(yaml_paths))
-        if sexp_files:  # the reader (lark) is imported only when there is S-expression source
-            from atomtask.sexp.evaluator import Interpreter
-
-            for file in sexp_files:
-                names.extend(Interpreter(self).declare(file.read_text(encoding="utf-8"), file=str(file)))
-        return names
+        return self.register_declarations(load_paths(paths))
 
     def defatom(self, source: str, *, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> Any:
         """Evaluate S-expression source (`defatom`, `defschema`, task calls...); returns the last value.

@@ -16,7 +16,7 @@ from atomtask import (
     TaskSystem,
     UsageError,
 )
-from atomtask.sexp.evaluator import SPECIAL_FORMS, Interpreter, TaskFunction, equal
+from atomtask.sexp.evaluator import SPECIAL_FORMS, TaskFunction, equal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -245,13 +245,6 @@ def test_status_can_be_checked_before_reading() -> None:
     """Branching on the status lets a script handle a failure itself."""
     system = contact_system()
     assert "failed" == evaluate('(let ((r (find))) (if (eq? (get-field r "status") "FAILED") "failed" r))', system)
-
-
-def test_interpreter_declare_runs_only_declarations() -> None:
-    """In load mode only top-level defatom/defschema forms run; the script's calls do not."""
-    system = TaskSystem()
-    names = Interpreter(system).declare(f"{GREET}\n(greet (who unbound))", file="s.sexp")
-    assert ["greet"] == names
 
 
 @pytest.mark.parametrize("name", [*SPECIAL_FORMS, "list", "get-field"])

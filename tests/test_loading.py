@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from atomtask import SchemaError, SexpSyntaxError, SourceLocation, TaskSystem, TemplateError
-from atomtask.sexp.loading import split_sources
+from atomtask import SexpSyntaxError, SourceLocation, TaskSystem, TemplateError
+from atomtask.sexp.loading import read_declarations
+from atomtask.system.errors import UsageError
 
 SCHEMA_YAML = "name: Note\nfields:\n  - {name: text, type: str}\n"
 USES_YAML_SCHEMA = """\
@@ -15,17 +16,19 @@ USES_YAML_SCHEMA = """\
 """
 
 
-def test_split_sources_separates_sexp_files(tmp_path: Path) -> None:
-    """Folders go to the YAML loader and give their .sexp files (sorted); named .sexp files are moved."""
-    (tmp_path / "b.sexp").write_text("")
-    (tmp_path / "a.sexp").write_text("")
-    (tmp_path / "c.yaml").write_text("")
-    single = tmp_path / "sub" / "one.sexp"
-    single.parent.mkdir()
-    single.write_text("")
-    yaml_paths, sexp_files = split_sources([tmp_path, single, "missing.yaml"])
-    assert [tmp_path, "missing.yaml"] == yaml_paths
-    assert [tmp_path / "a.sexp", tmp_path / "b.sexp", single] == sexp_files
+def test_reader_returns_only_declarations(tmp_path: Path) -> None:
+    """The .sexp reader yields the defschema/defatom forms; the script's calls are not run."""
+    path = tmp_path / "s.sexp"
+    path.write_text(
+        '(defschema Note (text str))\n(defatom greet (params who) (instructions "Hi {{who}}"))\n(greet (who 1))'
+    )
+    errors: list[UsageError] = []
+    declarations = read_declarations(path, errors)
+    assert ([], ["Note"], ["greet"]) == (
+        errors,
+        [s.name for s in declarations.schemas],
+        [t.name for t in declarations.templates],
+    )
 
 
 def test_folder_loads_yaml_first_then_sexp_declarations(tmp_path: Path) -> None:
@@ -58,9 +61,9 @@ def test_errors_in_sexp_files_name_the_file_line_and_column(tmp_path: Path) -> N
     assert str(undeclared.value).startswith(f"{broken}:2:27: Placeholder '{{{{nope}}}}'")
 
 
-def test_sexp_schemas_are_not_visible_to_yaml(tmp_path: Path) -> None:
-    """YAML is registered before .sexp files run, so YAML cannot use a defschema'd name."""
+def test_sexp_schemas_are_visible_to_yaml(tmp_path: Path) -> None:
+    """All files' schemas are registered before any template, so YAML may use a defschema'd name."""
     (tmp_path / "a.sexp").write_text("(defschema Note (text str))")
     (tmp_path / "b.yaml").write_text("name: t\ninstructions: x\noutput_format: {type: json, schema: Note}\n")
-    with pytest.raises(SchemaError, match="Unknown schema 'Note'"):
-        TaskSystem(templates=tmp_path)
+    system = TaskSystem(templates=tmp_path)
+    assert system.models.get("Note") is system.templates.compiled("t").output_cls

@@ -19,10 +19,11 @@ class MatchItem(BaseModel):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     id: str = Field(description="The id of a candidate document, copied exactly from its `<document id=...>` tag.")
+    # The reason comes before the score, so the model writes its reasoning before it scores.
+    reason: str = Field(description="One sentence on why the document is relevant.")
     relevance_score: float = Field(
         ge=0, le=1, description="How relevant the document is to the query, from 0 (not at all) to 1 (exactly)."
     )
-    reason: str = Field(description="One sentence on why the document is relevant.")
 
 
 class AssociativeMatchResult(BaseModel):

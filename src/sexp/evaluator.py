@@ -28,6 +28,7 @@ from atomtask.sexp.reader import Literal, Node, SList, Symbol, read
 from atomtask.system.errors import TemplateError, did_you_mean
 from atomtask.system.loader import Declarations
 from atomtask.system.results import TaskResult
+from atomtask.system.templates import Template
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
@@ -122,18 +123,6 @@ class Interpreter:
         for form in forms:
             value = self.eval(form, env)
         return value
-
-    def declare(self, source: str, *, file: str = "<string>") -> list[str]:
-        """Evaluate only the top-level `defatom` and `defschema` forms (loading a templates folder).
-
-        The other top-level forms are the file's script, run by `atomtask eval` or
-        `TaskSystem.defatom`; loading a folder registers tasks but never calls a model.
-        """
-        env = Environment(parent=Environment(BUILTINS))
-        for form in read(source, file):
-            if isinstance(form, SList) and form.head in ("defatom", "defschema"):
-                self.eval(form, env)
-        return list(self.defined)
 
     def eval(self, node: Node, env: Environment) -> Any:
         """The value of one form."""
@@ -252,13 +241,7 @@ class Interpreter:
         return value
 
     def _defatom(self, form: SList, env: Environment) -> str:
-        template = template_from_form(form)
-        if template.name in self._special or template.name in BUILTINS:
-            raise TemplateError(
-                f"Task name {template.name!r} is a {'special form' if template.name in self._special else 'builtin'} "
-                "of the language and could not be called; choose another name.",
-                location=form.items[1].location,
-            )
+        template = declared_template(form)
         self.system.templates.register(template)
         env.define(template.name, TaskFunction(template.name))
         if template.name not in self.defined:
@@ -269,6 +252,18 @@ class Interpreter:
         schema = schema_from_form(form)
         self.system.register_declarations(Declarations(schemas=[schema]))
         return schema.name
+
+
+def declared_template(form: SList) -> Template:
+    """The template a `defatom` form declares; a name the language reserves is refused."""
+    template = template_from_form(form)
+    if template.name in SPECIAL_FORMS or template.name in BUILTINS:
+        kind = "special form" if template.name in SPECIAL_FORMS else "builtin"
+        raise TemplateError(
+            f"Task name {template.name!r} is a {kind} of the language and could not be called; choose another name.",
+            location=form.items[1].location,
+        )
+    return template
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,31 +1,36 @@
-"""Finding `.sexp` files among the paths given to `TaskSystem.load`."""
+"""Reading `.sexp` files as declarations, for `TaskSystem.load` and `atomtask check`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["SEXP_SUFFIX", "split_sources"]
+from atomtask.system.errors import UsageError
+from atomtask.system.loader import Declarations
+
+__all__ = ["SEXP_SUFFIX", "read_declarations"]
 
 SEXP_SUFFIX = ".sexp"
 
 
-def split_sources(paths: Iterable[str | Path]) -> tuple[list[str | Path], list[Path]]:
-    """Split load paths into what the YAML loader reads and the `.sexp` files to evaluate after it.
+def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
+    """The `defschema` and `defatom` forms of a `.sexp` file as `Declarations` (the file reader).
 
-    Folders go to the YAML loader (which reads their YAML files) and also contribute their `.sexp`
-    files, sorted by name; a `.sexp` file given by name is taken out of the YAML list. Anything else
-    (including a missing path, which the YAML loader reports) is left to the YAML loader.
+    Only top-level declarations are read; the file's other forms are its script, which loading never
+    runs. A bad declaration is noted in `errors` and reading goes on; unreadable source raises.
     """
-    yaml_paths: list[str | Path] = []
-    sexp_files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yaml_paths.append(raw)
-            sexp_files.extend(sorted(p for p in path.iterdir() if p.suffix == SEXP_SUFFIX and p.is_file()))
-        elif path.suffix == SEXP_SUFFIX and path.is_file():
-            sexp_files.append(path)
-        else:
-            yaml_paths.append(raw)
-    return yaml_paths, sexp_files
+    from atomtask.sexp.defatom import schema_from_form
+    from atomtask.sexp.evaluator import declared_template
+    from atomtask.sexp.reader import SList, read
+
+    out = Declarations()
+    for form in read(path.read_text(encoding="utf-8"), str(path)):
+        if not isinstance(form, SList):
+            continue
+        try:
+            if form.head == "defatom":
+                out.templates.append(declared_template(form))
+            elif form.head == "defschema":
+                out.schemas.append(schema_from_form(form))
+        except UsageError as exc:
+            errors.append(exc)
+    return out

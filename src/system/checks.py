@@ -7,6 +7,7 @@ strings, unknown providers, defaults that do not fit their type.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -85,7 +86,7 @@ def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[
         if spec.required:
             continue
         try:
-            defaults[name] = TypeAdapter(annotations[name]).validate_python(spec.default)
+            defaults[name] = _adapter(annotations[name]).validate_python(spec.default)
         except ValidationError as exc:
             raise TemplateError(
                 f"Default {spec.default!r} of parameter {name!r} in template {template.name!r} does not "
@@ -93,6 +94,19 @@ def _check_defaults(template: Template, annotations: Mapping[str, Any]) -> dict[
                 location=template.location_of(f"params.{name}"),
             ) from None
     return defaults
+
+
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    """A validator for `annotation`, shared between templates (building one costs more than validating)."""
+    try:
+        return _cached_adapter(annotation)
+    except TypeError:  # an unhashable annotation
+        return TypeAdapter(annotation)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
 
 
 def _check_placeholders(template: Template, field: str, annotations: Mapping[str, Any]) -> list[Placeholder]:
@@ -215,15 +229,30 @@ def _class_name(template_name: str) -> str:
 
 
 def _inputs_adapter(template: Template, annotations: Mapping[str, Any]) -> TypeAdapter[dict[str, Any]]:
+    # Templates with the same parameters (names, types, required) share one validator: building
+    # it costs far more than the rest of the checks, and many templates take the same inputs.
+    signature = tuple((name, annotations[name], spec.required) for name, spec in template.params.items())
+    try:
+        return _cached_inputs_adapter(signature)
+    except TypeError:  # an unhashable annotation
+        return _build_inputs_adapter(signature)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_inputs_adapter(signature: tuple[tuple[str, Any, bool], ...]) -> TypeAdapter[dict[str, Any]]:
+    return _build_inputs_adapter(signature)
+
+
+def _build_inputs_adapter(signature: tuple[tuple[str, Any, bool], ...]) -> TypeAdapter[dict[str, Any]]:
     # A TypedDict rather than a model: parameter names such as `json` or `schema` would shadow
     # BaseModel attributes. Unknown names are rejected (`extra="forbid"`).
     fields = {
-        name: (Required[annotations[name]] if spec.required else NotRequired[annotations[name]])
-        for name, spec in template.params.items()
+        name: (Required[annotation] if required else NotRequired[annotation])
+        for name, annotation, required in signature
     }
     # The functional form with a computed field map, which type checkers cannot follow.
     make_typed_dict: Any = TypedDict
-    typed_dict: Any = make_typed_dict(f"{_class_name(template.name)}Inputs", fields)
+    typed_dict: Any = make_typed_dict("TemplateInputs", fields)
     typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
     adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(typed_dict)
     return adapter

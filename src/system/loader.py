@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import yaml
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
-from atomtask.system.schema_sources import JsonSchemaDef, PythonSchemaDef, json_schema_file_definition
+from atomtask.system.schema_sources import JsonSchemaDef, PythonSchemaDef
 from atomtask.system.schemas import SchemaDef
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import ValidationError
@@ -50,7 +50,13 @@ class _Node:
     block_keys: frozenset[str]
 
 
-class _LocatingLoader(yaml.SafeLoader):
+try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster; the constructor stays Python.
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]  # same interface, pure Python
+
+
+class _LocatingLoader(_SafeLoader):
     """A SafeLoader that notes the position of every mapping and of each of its values."""
 
     def __init__(self, stream: str, file: str) -> None:
@@ -80,8 +86,12 @@ _LocatingLoader.add_constructor(
 )
 
 
-def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
-    """Parse YAML source into templates and schemas, each carrying its location."""
+def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError] | None = None) -> Declarations:
+    """Parse YAML source into templates and schemas, each carrying its location.
+
+    With `errors`, an invalid template or schema is appended there and reading goes on with the next
+    one (so `atomtask check` reports every mistake); without it, the first one raises.
+    """
     loader = _LocatingLoader(text, file)
     out = Declarations()
     try:
@@ -91,7 +101,7 @@ def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
             if node is None:
                 break
             doc = loader.construct_document(node)
-            out.extend(_declarations(doc, loader, file))
+            out.extend(_declarations(doc, loader, file, errors))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         location = SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else None
@@ -103,67 +113,70 @@ def load_yaml_text(text: str, file: str = "<string>") -> Declarations:
 
 
 def load_paths(paths: Iterable[str | Path]) -> Declarations:
-    """Read every YAML file given, or found (sorted, non-recursively) in the folders given."""
+    """Read every declaration file given, or found (sorted, non-recursively) in the folders given.
+
+    Each file is read by the reader registered for its suffix (`atomtask.system.readers`: YAML, and
+    whatever else is registered), the same files and readers `atomtask check` uses.
+    """
+    from atomtask.system.readers import declaration_files, read_file  # it imports this module
+
     out = Declarations()
-    for file in _files(paths):
-        if file.suffix == ".json":
-            out.json_schemas.append(json_schema_file_definition(file))
-            continue
-        out.extend(load_yaml_text(file.read_text(encoding="utf-8"), str(file)))
+    for file in declaration_files(paths):
+        errors: list[UsageError] = []
+        out.extend(read_file(file, errors))
+        if errors:
+            raise errors[0]
     _reject_duplicate_schemas(out.schemas)
     return out
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in (*YAML_SUFFIXES, ".json") and p.is_file()))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise TemplateError(
-                f"No such file or folder: {str(path)!r}. Pass a YAML or JSON Schema file, or a folder of them."
-            )
-    return files
-
-
-def _declarations(doc: Any, loader: _LocatingLoader, file: str) -> Declarations:
+def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:
     out = Declarations()
     if doc is None:
         return out
     if isinstance(doc, list):
         for item in doc:
-            out.extend(_declarations(item, loader, file))
+            out.extend(_declarations(item, loader, file, errors))
         return out
     node = loader.nodes.get(id(doc)) if isinstance(doc, dict) else None
     location = node.start if node is not None else SourceLocation(file=file)
     if not isinstance(doc, dict):
-        raise TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
+        error = TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
+        return _failed(error, errors)
     if set(doc) <= {"templates", "schemas"} and doc:
         for key in ("schemas", "templates"):
             items = doc.get(key) or []
             if not isinstance(items, list):
                 raise TemplateError(f"`{key}` must be a list.", location=_key_loc(node, key, location))
             for item in items:
-                out.extend(_declarations(item, loader, file))
+                out.extend(_declarations(item, loader, file, errors))
         return out
-    if "instructions" in doc:
-        out.templates.append(_template(doc, loader, location))
-    elif "fields" in doc:
-        out.schemas.append(_schema(doc, loader, location))
-    elif "json_schema" in doc:
-        out.json_schemas.append(_located(JsonSchemaDef, doc, loader, location))
-    elif "python" in doc:
-        out.python_schemas.append(_located(PythonSchemaDef, doc, loader, location))
-    else:
-        raise TemplateError(
-            "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
-            f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
-            location=location,
-        )
+    try:
+        if "instructions" in doc:
+            out.templates.append(_template(doc, loader, location))
+        elif "fields" in doc:
+            out.schemas.append(_schema(doc, loader, location))
+        elif "json_schema" in doc:
+            out.json_schemas.append(_located(JsonSchemaDef, doc, loader, location))
+        elif "python" in doc:
+            out.python_schemas.append(_located(PythonSchemaDef, doc, loader, location))
+        else:
+            raise TemplateError(
+                "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
+                f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+                location=location,
+            )
+    except UsageError as exc:
+        return _failed(exc, errors)
     return out
+
+
+def _failed(error: UsageError, errors: list[UsageError] | None) -> Declarations:
+    """Raise `error`, or note it and go on when the caller collects errors."""
+    if errors is None:
+        raise error
+    errors.append(error)
+    return Declarations()
 
 
 def _key_loc(node: _Node | None, key: str, default: SourceLocation | None) -> SourceLocation | None:

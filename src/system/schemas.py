@@ -423,7 +423,8 @@ def build_models(
         fresh = {name: _create(schema, resolve) for name, schema in schemas.items() if name not in built}
         namespace = {_forward(name): cls for name, cls in (built | fresh).items()}
         for name, cls in fresh.items():
-            _rebuild(cls, schemas[name], namespace)
+            if not cls.__pydantic_complete__:  # only classes waiting on a forward reference to the batch
+                _rebuild(cls, schemas[name], namespace)
         for name, cls in fresh.items():
             _check_defaults(cls, schemas[name])
         for name, cls in fresh.items():

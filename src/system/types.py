@@ -512,7 +512,18 @@ def parse_type(text: str, *, location: SourceLocation | None = None) -> TypeExpr
     Identifiers that are not builtin types parse as `SchemaRef`; whether they name a known schema is
     decided when the annotation is built (see `to_annotation`), where the known names are.
     """
-    return _Parser(text, location).parse()
+    cached = _PARSED.get(text)
+    if cached is not None:
+        return cached
+    expr = _Parser(text, location).parse()
+    if len(_PARSED) < _PARSED_MAX:
+        _PARSED[text] = expr
+    return expr
+
+
+# Parsed types are immutable and the same few strings recur in every schema: parse each once.
+_PARSED: dict[str, TypeExpr] = {}
+_PARSED_MAX = 4096
 
 
 def referenced_names(expr: TypeExpr) -> set[str]:

@@ -1,0 +1,437 @@
+"""`check`: every declaration file and Python module given, through the registration code, all findings.
+
+Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
+`ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
+disagree; unlike registration, one mistake does not stop the check: each template and schema is
+checked on its own and every finding is kept.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from atomtask.lint import compat, rules
+from atomtask.lint.findings import RULES, Finding, Severity, matches
+from atomtask.memory.models import BUILTIN_SCHEMAS
+from atomtask.system.checks import CompiledTemplate
+from atomtask.system.errors import (
+    ConfigurationError,
+    DuplicateNameError,
+    SchemaError,
+    SourceLocation,
+    TemplateError,
+    UsageError,
+)
+from atomtask.system.loader import Declarations
+from atomtask.system.loader import _reject_duplicate_schemas as reject_duplicate_schemas
+from atomtask.system.model_registry import ModelRegistry
+from atomtask.system.providers import check_model_string
+from atomtask.system.readers import declaration_files, read_file
+from atomtask.system.schemas import SchemaDef, build_models
+from atomtask.system.template_registry import TemplateRegistry
+from atomtask.system.templates import Template
+from atomtask.system.types import parse_type, referenced_names
+from pydantic import BaseModel
+
+__all__ = ["CheckReport", "check"]
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
+
+
+@attrs.frozen(kw_only=True)
+class CheckReport:
+    """The findings of one check (sorted by file, line, column), and what was checked."""
+
+    findings: tuple[Finding, ...]
+    files: int
+    templates: int
+    schemas: int
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.WARNING)
+
+    def failed(self, *, strict: bool = False) -> bool:
+        """Errors fail a check; warnings fail it only when `strict`."""
+        return self.errors > 0 or (strict and self.warnings > 0)
+
+
+def check(
+    paths: Iterable[str | Path] = (),
+    *,
+    python: Iterable[str] = (),
+    models: Sequence[str] = (),
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+) -> CheckReport:
+    """Check declaration files and folders, and the templates of the Python modules named in `python`.
+
+    Args:
+        paths: files and folders of declarations (every suffix a reader is registered for).
+        python: modules (`myapp.tasks`) or `.py` files; their module-level `TaskSystem`s and `Template`s
+            are checked with everything else (and their schemas are known to the files' templates).
+        models: model strings to check provider compatibility against for templates that name no model
+            (default: `$ATOMTASK_MODEL` when set).
+        select: only report codes starting with one of these (default: all).
+        ignore: do not report codes starting with one of these.
+    """
+    defaults = tuple(models) or _env_models()
+    for model in defaults:  # a bad argument, not a finding: raises ConfigurationError
+        check_model_string(model, where="the models to check against")
+    run = _Run(default_models=defaults)
+    for module in python:
+        run.import_module(module)
+    files: list[Path] = []
+    for path in paths:
+        try:
+            files.extend(declaration_files([path]))
+        except UsageError as exc:  # a missing path: the others are still checked
+            run.add(exc.with_location(SourceLocation(file=str(path))), "E101")
+    declarations = Declarations()
+    for file in files:
+        declarations.extend(run.read(file))
+    run.register_schema_sources(declarations)
+    run.register_schemas(declarations.schemas)
+    for template in declarations.templates:
+        run.register_template(template)
+
+    def wanted(code: str) -> bool:
+        return (not select or matches(code, select)) and not matches(code, ignore)
+
+    run.lint(wanted)
+    findings = [f for f in run.findings.values() if wanted(f.code)]
+    return CheckReport(
+        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        files=len(files),
+        templates=run.templates_seen,
+        schemas=run.schemas_seen,
+    )
+
+
+def _env_models() -> tuple[str, ...]:
+    model = os.environ.get("ATOMTASK_MODEL")
+    return (model,) if model else ()
+
+
+def _code(exc: UsageError) -> str:
+    if isinstance(exc, DuplicateNameError):
+        return "E105"
+    if isinstance(exc, ConfigurationError):
+        return "E104"
+    if isinstance(exc, SchemaError):
+        return "E103"
+    return "E102"
+
+
+class _Run:
+    def __init__(self, default_models: tuple[str, ...]) -> None:
+        self.default_models = default_models
+        self.models = ModelRegistry()
+        for cls in BUILTIN_SCHEMAS:  # what every TaskSystem knows, so shipped templates resolve
+            self.models.register(cls)
+        self.templates = TemplateRegistry(self.models)
+        self.findings: dict[tuple[str, str, str], Finding] = {}
+        self.schema_defs: dict[str, SchemaDef] = {}
+        self.broken_schemas: set[str] = set()
+        self.templates_seen = 0
+        self.schemas_seen = 0
+        self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
+
+    # -- findings -------------------------------------------------------------------------------------------
+
+    def add(self, exc: UsageError, code: str | None = None) -> None:
+        self.note(code or _code(exc), exc.message, exc.location)
+
+    def note(self, code: str, message: str, location: SourceLocation | None) -> None:
+        key = (code, str(location), message)
+        if key not in self.findings:
+            self.findings[key] = Finding(code=code, severity=RULES[code].severity, message=message, location=location)
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    def read(self, file: Path) -> Declarations:
+        errors: list[UsageError] = []
+        try:
+            declarations = read_file(file, errors)
+        except UsageError as exc:
+            errors.append(exc.with_location(SourceLocation(file=str(file))))
+            declarations = Declarations()
+        except (OSError, UnicodeDecodeError) as exc:
+            self.note("E101", f"Cannot read the file: {exc}.", SourceLocation(file=str(file)))
+            declarations = Declarations()
+        for error in errors:
+            self.add(error, "E101")
+        return declarations
+
+    def import_module(self, name: str) -> None:
+        try:
+            module = _import(name)
+        except UsageError as exc:
+            self.add(exc.with_location(_raising_line(exc) or SourceLocation(file=name)))
+            return
+        except Exception as exc:
+            self.note(
+                "E106",
+                f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
+                "(`--python package.module` or `--python path/to/file.py`).",
+                _raising_line(exc) or SourceLocation(file=name),
+            )
+            return
+        from atomtask.task_system import TaskSystem
+
+        file = getattr(module, "__file__", None) or name
+        found = 0
+        for value in list(vars(module).values()):
+            if isinstance(value, TaskSystem):
+                found += 1
+                for schema in value.models.names():
+                    if schema in self.models and self.models.get(schema) is value.models.get(schema):
+                        continue  # a built-in every system has
+                    self.schemas_seen += 1
+                    try:
+                        self.models.register(
+                            value.models.get(schema), schema, location=value.models.location_of(schema)
+                        )
+                    except UsageError as exc:
+                        self.add(exc)
+                for template_name in value.templates.names():
+                    self.python_files.setdefault(template_name, file)
+                    self.register_template(value.templates.get(template_name))
+            elif isinstance(value, Template):
+                found += 1
+                self.python_files.setdefault(value.name, file)
+                self.register_template(value)
+        if not found:
+            self.note(
+                "E106",
+                f"Module {name!r} defines no module-level `TaskSystem` or `Template`; expose the system the "
+                "application uses (e.g. `system = TaskSystem(...)`) so check can see its templates.",
+                SourceLocation(file=file),
+            )
+
+    # -- registration, through the library's own code --------------------------------------------------------
+
+    def register_schema_sources(self, declarations: Declarations) -> None:
+        """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
+        from atomtask.system.schema_sources import register_schema_sources
+
+        self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
+        try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)
+            register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
+            return
+        except UsageError:
+            pass
+        for json_schema in declarations.json_schemas:
+            if json_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([json_schema], [], self.models)
+            except UsageError as exc:
+                self.broken_schemas.add(json_schema.name)
+                self.add(exc)
+        for python_schema in declarations.python_schemas:
+            if python_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([], [python_schema], self.models)
+            except UsageError as exc:
+                self.broken_schemas.add(python_schema.name)
+                self.add(exc)
+
+    def register_schemas(self, schemas: list[SchemaDef]) -> None:
+        self.schemas_seen += len(schemas)
+        unique: dict[str, SchemaDef] = {}
+        for schema in schemas:
+            first = unique.get(schema.name)
+            if first is None:
+                unique[schema.name] = schema
+            elif first != schema:
+                self.broken_schemas.add(schema.name)
+                try:
+                    reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
+                except UsageError as exc:
+                    self.add(exc)
+        self.schema_defs.update(unique)
+        known = {name: self.models.get(name) for name in self.models.names()}
+        batch = list(unique.values())
+        try:
+            built = build_models(batch, known=known)  # the fast path: one call, as `TaskSystem.load` makes
+        except UsageError:
+            built = {}
+            for schema in batch:  # find every mistake: each schema with just what it references
+                try:
+                    built[schema.name] = build_models(_closure(schema, unique), known=known)[schema.name]
+                except UsageError as exc:
+                    self.broken_schemas.add(schema.name)
+                    self.add(exc)
+        for name, cls in built.items():
+            try:
+                self.models.register(cls, name, location=unique[name].location)
+            except UsageError as exc:
+                self.add(exc)
+
+    def register_template(self, template: Template) -> None:
+        self.templates_seen += 1
+        try:
+            self.templates.register(template)
+        except UsageError as exc:
+            if isinstance(exc, SchemaError) and any(f"schema {n!r}" in exc.message for n in self.broken_schemas):
+                return  # the schema's own error is reported; this one would only repeat it
+            self.add(exc.with_location(self._locate(template)))
+
+    # -- warnings ---------------------------------------------------------------------------------------------
+
+    def lint(self, wanted: Callable[[str], bool]) -> None:
+        """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them."""
+        schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
+        schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
+        for name in self.templates.names():
+            compiled = self.templates.compiled(name)
+            self._template_warnings(compiled)
+            cls = compiled.output_cls
+            if cls is None or not schema_rules:
+                continue
+            if cls not in schemas:
+                schemas[cls] = cls.model_json_schema()
+                for code, message, owner, field in rules.schema_issues(schemas[cls]):
+                    self.note(code, message, self._field_location(owner, field, compiled))
+            for model in self._models_of(compiled.template):
+                key = (cls, model, compiled.output_mode.value)
+                if key not in issues:  # templates sharing a schema, model and mode share the analysis
+                    issues[key] = compat.analyse(schemas[cls], model, compiled.output_mode.value)
+                for issue in issues[key]:
+                    if issue.code == "P301":  # about the template's choice of mode, not its schema
+                        template = compiled.template
+                        where = template.location_of("output_format.mode") or self._locate(template)
+                    else:
+                        where = self._field_location(issue.owner, issue.field, compiled)
+                    self.note(issue.code, issue.message, where)
+
+    def _template_warnings(self, compiled: CompiledTemplate) -> None:
+        template = compiled.template
+        for code, message, field in rules.template_issues(compiled):
+            self.note(code, message, template.location_of(field) or self._locate(template))
+
+    def _models_of(self, template: Template) -> list[str]:
+        declared = [template.model] if template.model else list(self.default_models)
+        fallbacks = getattr(template, "fallbacks", None) or []
+        return [m for m in [*declared, *fallbacks] if isinstance(m, str)]
+
+    # -- locations ----------------------------------------------------------------------------------------------
+
+    def _locate(self, template: Template) -> SourceLocation | None:
+        if template.location is not None:
+            return template.location
+        file = self.python_files.get(template.name)
+        return _find_in_file(file, template.name) if file else None
+
+    def _field_location(
+        self, owner: str | None, field: str | None, compiled: CompiledTemplate
+    ) -> SourceLocation | None:
+        schema = self.schema_defs.get(owner) if owner else None
+        if schema is not None:
+            for field_def in schema.fields:
+                if field_def.name == field and field_def.location is not None:
+                    return field_def.location
+            return schema.location
+        if owner and owner in self.models:
+            where = self.models.location_of(owner) or _class_location(self.models.get(owner), field)
+            if where is not None:
+                return where
+        template = compiled.template
+        return template.location_of("output_format.schema") or self._locate(template)
+
+
+def _closure(schema: SchemaDef, batch: dict[str, SchemaDef]) -> list[SchemaDef]:
+    """`schema` and the schemas of `batch` it references, directly or not (it first)."""
+    out = [schema]
+    seen = {schema.name}
+    todo = [schema]
+    while todo:
+        for field in todo.pop().fields:
+            try:
+                names = referenced_names(parse_type(field.type))
+            except UsageError:
+                continue
+            for name in names - seen:
+                if name in batch:
+                    seen.add(name)
+                    out.append(batch[name])
+                    todo.append(batch[name])
+    return out
+
+
+def _import(name: str) -> Any:
+    if name.endswith(".py") or os.sep in name or "/" in name:
+        path = Path(name).resolve()
+        if not path.is_file():
+            raise TemplateError(f"No such Python file: {name!r}.")
+        module_name = f"_atomtask_check_{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise TemplateError(f"Cannot import {name!r} as a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does, so the project's own modules import
+    return importlib.import_module(name)
+
+
+def _raising_line(exc: BaseException) -> SourceLocation | None:
+    """The innermost frame of the traceback outside atomtask and the import machinery."""
+    found: SourceLocation | None = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith((_PACKAGE_DIR, _IMPORTLIB_DIR, "<frozen")):
+            continue
+        found = SourceLocation(file=frame.filename, line=frame.lineno)
+    return found
+
+
+def _find_in_file(file: str, name: str) -> SourceLocation:
+    """The first line of `file` that quotes `name` (where a Python template is declared), else the file."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return SourceLocation(file=file)
+    for quote in ('"', "'"):
+        needle = f"{quote}{name}{quote}"
+        for number, line in enumerate(lines, start=1):
+            column = line.find(needle)
+            if column >= 0:
+                return SourceLocation(file=file, line=number, column=column + 1)
+    return SourceLocation(file=file)
+
+
+def _class_location(cls: type[BaseModel], field: str | None) -> SourceLocation | None:
+    """Where a Python class (and its field, when found) is defined."""
+    import inspect
+
+    try:
+        file = inspect.getsourcefile(cls)
+        lines, start = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return None
+    if file is None:
+        return None
+    if field is not None:
+        for offset, line in enumerate(lines):
+            stripped = line.lstrip()
+            if stripped.startswith(f"{field}:") or stripped.startswith(f"{field} :"):
+                return SourceLocation(file=file, line=start + offset, column=len(line) - len(stripped) + 1)
+    return SourceLocation(file=file, line=start)

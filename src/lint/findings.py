@@ -1,0 +1,294 @@
+"""What `atomtask check` reports: findings, each under a stable code documented by a `Rule`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+import attrs
+from atomtask.system.errors import SourceLocation
+
+__all__ = ["RULES", "Finding", "Rule", "Severity", "matches"]
+
+
+class Severity(StrEnum):
+    """An error fails the check (and would fail at registration or on the first call); a warning fails it only
+    with `--strict`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@attrs.frozen(kw_only=True)
+class Rule:
+    """One check: its stable code, severity, a one-line summary and an explanation with an example."""
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    explanation: str
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """One mistake or risk, where it is, and under which rule."""
+
+    code: str
+    severity: Severity
+    message: str
+    location: SourceLocation | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location
+        if loc is None:
+            return ("", 0, 0, self.code, self.message)
+        return (loc.file or "", loc.line or 0, loc.column or 0, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        loc = self.location
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": loc.file if loc else None,
+            "line": loc.line if loc else None,
+            "column": loc.column if loc else None,
+        }
+
+    def __str__(self) -> str:
+        where = str(self.location) if self.location is not None else "<unknown>"
+        return f"{where}: {self.code} {self.message}"
+
+
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
+    return Rule(code=code, name=name, severity=severity, summary=summary, explanation=explanation.strip("\n"))
+
+
+E, W = Severity.ERROR, Severity.WARNING
+
+_ALL = [
+    # -- E1xx: what registration rejects (the same code raises at `TaskSystem.load` / `register`) -----------
+    _rule(
+        "E101",
+        "unreadable-file",
+        E,
+        "a declaration file cannot be parsed or has the wrong shape",
+        """
+The file is not valid YAML (or S-expression, or JSON), or a mapping in it is neither a template nor a
+schema, or a key is unknown or has the wrong type.
+
+    name: greet
+    instructions: Say hi
+    retrys: 2            # E101 Invalid template 'greet': `retrys`: unknown key
+""",
+    ),
+    _rule(
+        "E102",
+        "template-error",
+        E,
+        "a template is invalid",
+        """
+A placeholder names no declared parameter, a placeholder is malformed, a `{{param.field}}` path does
+not exist in the parameter's schema, or a parameter default does not fit its type.
+
+    params: {text: str}
+    instructions: Summarise {{txt}}   # E102 ... is not a declared parameter. Did you mean 'text'?
+""",
+    ),
+    _rule(
+        "E103",
+        "schema-error",
+        E,
+        "a schema or type string is invalid or cannot be resolved",
+        """
+An unknown schema name (in `output_format.schema`, a parameter type or a field type), a bad type
+string, an option that does not apply to the field's type, a default that does not match.
+
+    output_format: {type: json, schema: Contct}   # E103 Unknown schema 'Contct'. Did you mean 'Contact'?
+""",
+    ),
+    _rule(
+        "E104",
+        "unknown-provider",
+        E,
+        "a model string names no provider pydantic-ai knows",
+        """
+Checked against the installed pydantic-ai's provider list, without importing any provider SDK.
+
+    model: opanai:gpt-4o    # E104 Unknown provider 'opanai'. Did you mean 'openai'?
+""",
+    ),
+    _rule(
+        "E105",
+        "duplicate-name",
+        E,
+        "two different templates or schemas share a name",
+        """
+Both locations are shown. Identical re-declarations are accepted, as at registration.
+
+    a.yaml:  name: summarize ...
+    b.yaml:  name: summarize ...   # E105 Template name 'summarize' is already registered at a.yaml:1:1
+""",
+    ),
+    _rule(
+        "E106",
+        "python-module",
+        E,
+        "a module named with `--python` cannot be imported",
+        """
+The module (or a template or schema it registers at import time) raised; the finding points at the
+line that raised.
+
+    atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
+""",
+    ),
+    # -- W2xx: prompt and template quality --------------------------------------------------------------------
+    _rule(
+        "W201",
+        "unused-param",
+        W,
+        "a declared parameter is used in neither `instructions` nor `system`",
+        """
+The caller must pass it (or it has a default) but the model never sees it.
+
+    params: {text: str, locale: str}
+    instructions: Summarise {{text}}      # W201 Parameter 'locale' ... is never used
+""",
+    ),
+    _rule(
+        "W202",
+        "input-not-in-instructions",
+        W,
+        "a required parameter appears only in `system`",
+        """
+A required input the instructions never mention: the task the model is asked to do does not include
+it, which usually means it was meant to be in the instructions.
+
+    params: {text: str, tone: str}
+    system: Write in a {{tone}} tone.
+    instructions: Summarise the document.   # W202 Required parameter 'text' ...
+""",
+    ),
+    _rule(
+        "W203",
+        "field-without-description",
+        W,
+        "an output field has no description",
+        """
+Field descriptions are what the model reads about each field (they go into the JSON Schema it gets).
+
+    fields:
+      - name: score
+        type: float                      # W203 Field 'score' of 'Review' has no description
+""",
+    ),
+    _rule(
+        "W204",
+        "reasoning-after-answer",
+        W,
+        "a reasoning-like field comes after the answer it should precede",
+        """
+Models write fields in order; reasoning written after the answer cannot inform it. Put fields named
+like `reasoning`, `rationale`, `explanation`, `thinking`, `analysis`, `justification` first.
+
+    fields:
+      - {name: category, type: str}
+      - {name: reasoning, type: str}     # W204 'reasoning' comes after 'category'
+""",
+    ),
+    _rule(
+        "W205",
+        "confusable-enum-values",
+        W,
+        "enum or literal values differ only by case or whitespace",
+        """
+The model picks one spelling at random; validation then accepts only the exact one.
+
+    type: literal["Bug", "bug ", "feature"]   # W205 'Bug' and 'bug ' differ only by case or whitespace
+""",
+    ),
+    # -- P3xx: provider compatibility, from what pydantic-ai does to the schema for the template's model --------
+    _rule(
+        "P301",
+        "output-mode-unsupported",
+        E,
+        "the model's profile does not support the template's output mode",
+        """
+pydantic-ai raises at call time (`Native structured output is not supported by this model.`).
+
+    model: anthropic:claude-3-haiku-20240307
+    output_format: {type: json, schema: Contact, mode: native}   # P301
+""",
+    ),
+    _rule(
+        "P302",
+        "schema-rejected",
+        E,
+        "pydantic-ai's schema transformer for the model rejects the output schema",
+        """
+For example a recursive schema under a provider whose transformer must inline every `$ref`.
+""",
+    ),
+    _rule(
+        "P303",
+        "not-strict",
+        W,
+        "the output schema is not strict-compatible, so the provider will not enforce it",
+        """
+pydantic-ai turns strict mode on only when the transformed schema is strict-compatible. OpenAI strict
+mode needs every property required, no `default`, and no `minLength`/`pattern`-like keywords on some
+endpoints; without it the answer is not constrained and a malformed one costs a retry.
+
+    fields:
+      - {name: email, type: "str?"}   # P303 (openai-chat:gpt-4o) 'email' is not required; has a default
+""",
+    ),
+    _rule(
+        "P304",
+        "keyword-dropped",
+        W,
+        "the provider's schema transformer drops a keyword of the output schema",
+        """
+The keyword never reaches the provider; validation still checks it, so answers that break it cost a
+retry. (Google, for example, drops `exclusiveMinimum`.)
+
+    fields:
+      - {name: score, type: float, gt: 0}   # P304 (google:gemini-2.5-flash) `exclusiveMinimum` dropped
+""",
+    ),
+    _rule(
+        "P305",
+        "constraint-in-description",
+        W,
+        "a constraint is moved into the description, not enforced",
+        """
+The transformer removes a constraint keyword and writes it into the field's description; the provider
+does not enforce it, the model merely reads it.
+
+    fields:
+      - {name: day, type: date}   # P305 (google:...) `format: date` moved into the description
+""",
+    ),
+    _rule(
+        "P306",
+        "dict-field-empty",
+        W,
+        "the provider drops `additionalProperties`, so a dict field comes back empty",
+        """
+A `dict[K, V]` field is an object whose keys are given by `additionalProperties`; a provider that drops
+it (or forces it to false) only allows `{}`. Use a list of key/value objects instead.
+
+    fields:
+      - {name: scores, type: "dict[str, int]"}   # P306
+""",
+    ),
+]
+
+RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}
+
+
+def matches(code: str, patterns: Iterable[str]) -> bool:
+    """Whether `code` is selected by any of `patterns` (a code, or a prefix such as `W2` or `P`)."""
+    return any(code.startswith(pattern.upper()) for pattern in patterns)

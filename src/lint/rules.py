@@ -1,0 +1,134 @@
+"""Template and prompt-quality warnings (W2xx), on checked templates and their output JSON Schemas.
+
+These run only on what registration accepted, so they never repeat an error; each yields
+`(code, message, owner, field)` tuples that the engine turns into located findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, TypeAlias
+
+from atomtask.system.checks import CompiledTemplate
+
+__all__ = ["REASONING_NAMES", "SchemaIssue", "schema_issues", "template_issues"]
+
+SchemaIssue: TypeAlias = tuple[str, str, str | None, str | None]
+"""(code, message, owner schema title, field name)."""
+
+#: Field names (or name parts) that hold the model's reasoning, which should be written before the answer.
+REASONING_NAMES = frozenset(
+    {"reasoning", "rationale", "reason", "explanation", "thinking", "thoughts", "analysis", "justification", "cot"}
+)
+_WORDS = re.compile(r"[a-z]+")
+
+
+def template_issues(compiled: CompiledTemplate) -> Iterator[tuple[str, str, str]]:
+    """(code, message, field of the template to point at) for unused and unmentioned parameters."""
+    template = compiled.template
+    in_instructions = {ph.param for ph in compiled.instruction_placeholders}
+    in_system = {ph.param for ph in compiled.system_placeholders}
+    for name, spec in template.params.items():
+        if name not in in_instructions and name not in in_system:
+            yield (
+                "W201",
+                f"Parameter {name!r} of template {template.name!r} is never used: neither `instructions` nor "
+                f"`system` has `{{{{{name}}}}}`. Use it, or remove it from `params`.",
+                f"params.{name}",
+            )
+        elif spec.required and name not in in_instructions:
+            yield (
+                "W202",
+                f"Required parameter {name!r} of template {template.name!r} appears only in `system`; the "
+                f"`instructions` never mention it. Put `{{{{{name}}}}}` where the task needs it.",
+                f"params.{name}",
+            )
+
+
+def schema_issues(schema: dict[str, Any]) -> Iterator[SchemaIssue]:
+    """Field descriptions, reasoning order and confusable enum values, for every object in `schema`."""
+    for title, node in _objects(schema):
+        properties: dict[str, Any] = node.get("properties") or {}
+        first_answer: str | None = None
+        for name, prop in properties.items():
+            if isinstance(prop, dict) and not _described(prop, schema):
+                yield (
+                    "W203",
+                    f"Field {name!r} of {title!r} has no description; the model reads descriptions to know what "
+                    "to put in each field. Add a `description`.",
+                    title,
+                    name,
+                )
+            if _is_reasoning(name):
+                if first_answer is not None:
+                    yield (
+                        "W204",
+                        f"Field {name!r} of {title!r} comes after {first_answer!r}: the model writes fields in "
+                        f"order, so the reasoning cannot inform the answer. Move {name!r} before {first_answer!r}.",
+                        title,
+                        name,
+                    )
+            elif first_answer is None and not _is_key(name):
+                first_answer = name
+            if isinstance(prop, dict):
+                for pair in _confusable(prop):
+                    yield (
+                        "W205",
+                        f"Values {pair[0]!r} and {pair[1]!r} of field {name!r} of {title!r} differ only by case or "
+                        "whitespace; the model cannot tell which spelling is wanted. Keep one.",
+                        title,
+                        name,
+                    )
+
+
+def _objects(schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield str(schema.get("title", "output")), schema
+    for defs in ("$defs", "definitions"):
+        for name, node in (schema.get(defs) or {}).items():
+            if isinstance(node, dict) and "properties" in node:
+                yield str(node.get("title", name)), node
+
+
+def _described(prop: dict[str, Any], root: dict[str, Any]) -> bool:
+    if prop.get("description"):
+        return True
+    # A field typed by a described schema (`{"$ref": ...}`) is described by it.
+    for option in [prop, *prop.get("anyOf", [])]:
+        ref = option.get("$ref") if isinstance(option, dict) else None
+        if isinstance(ref, str):
+            target = (root.get("$defs") or {}).get(ref.rsplit("/", 1)[-1])
+            if isinstance(target, dict) and target.get("description"):
+                return True
+    return False
+
+
+def _is_key(name: str) -> bool:
+    """An identifier field (`id`, `doc_id`, `userId`) names what is judged; it is not an answer."""
+    return name.lower() == "id" or name.lower().endswith("_id") or name.endswith("Id")
+
+
+def _is_reasoning(name: str) -> bool:
+    return any(word in REASONING_NAMES for word in _WORDS.findall(name.lower()))
+
+
+def _confusable(prop: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    values: list[Any] = []
+    stack = [prop]
+    while stack:
+        node = stack.pop()
+        values.extend(node.get("enum") or [])
+        if "const" in node:
+            values.append(node["const"])
+        stack.extend(n for key in ("anyOf", "oneOf") for n in node.get(key, []) if isinstance(n, dict))
+        items = node.get("items")
+        if isinstance(items, dict):
+            stack.append(items)
+    seen: dict[str, str] = {}
+    for value in values:
+        if not isinstance(value, str):
+            continue
+        key = " ".join(value.split()).casefold()
+        first = seen.setdefault(key, value)
+        if first != value:
+            yield first, value
