@@ -23,8 +23,10 @@ if TYPE_CHECKING:
         TemplateNotFoundError,
         UsageError,
     )
+    from atomtask.handlers.repair import OutputRepair
     from atomtask.system.model_registry import ModelRegistry
     from atomtask.system.requests import SubtaskRequest
+    from atomtask.system.retry_policy import ProviderRetries
     from atomtask.system.results import (
         Attempt,
         FailureReason,
@@ -53,7 +55,9 @@ _EXPORTS: dict[str, str] = {
     "ModelRegistry": "atomtask.system.model_registry",
     "OutputFormat": "atomtask.system.templates",
     "OutputMode": "atomtask.system.templates",
+    "OutputRepair": "atomtask.handlers.repair",
     "ParamSpec": "atomtask.system.templates",
+    "ProviderRetries": "atomtask.system.retry_policy",
     "SchemaError": "atomtask.system.errors",
     "SourceLocation": "atomtask.system.errors",
     "SubtaskRequest": "atomtask.system.requests",
@@ -101,7 +105,9 @@ __all__ = [
     "ModelRegistry",
     "OutputFormat",
     "OutputMode",
+    "OutputRepair",
     "ParamSpec",
+    "ProviderRetries",
     "SchemaError",
     "SourceLocation",
     "SubtaskRequest",
