@@ -1,20 +1,21 @@
-"""What happens inside one run, beyond what pydantic-ai's messages show: timings, provider faults.
+"""The ledger of one task: every attempt, repair and provider fault, and the budget left.
 
-`RunRecorder` is a per-run pydantic-ai capability. It times every model request, records every
-provider fault (HTTP 429/5xx, timeouts, refused or dropped connections, truncated streams) and
-retries a transient one with exponential backoff (honouring `Retry-After`) through the supported
-`RetryModelRequest` signal, up to `ProviderRetries.attempts` times. Failed requests are not paid
-for, but they are part of the ledger.
+`ProviderRetry` is a pydantic-ai capability that records every provider fault (HTTP 429/5xx,
+timeouts, refused or dropped connections, truncated streams) and retries a transient one with
+exponential backoff (honouring `Retry-After`) through the supported `RetryModelRequest` signal, up
+to `ProviderRetries.attempts` times. atomtask's capabilities sit on the cached Agent (a per-run
+capability costs ~10% of a run); what one run records goes into its `RunState`, passed as `deps`.
+Failed requests are not paid for, but they are part of the ledger.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Sequence
+from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import pydantic_core
@@ -38,17 +39,16 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.usage import UsageLimits
 
-if TYPE_CHECKING:
-    from atomtask.handlers.repair import OutputRepair
-
 __all__ = [
     "Fault",
     "ProviderRetries",
-    "RunRecorder",
+    "ProviderRetry",
+    "RunState",
     "feedback_errors",
     "is_transient",
     "ledger_attempts",
     "remaining_limits",
+    "run_state",
 ]
 
 _TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, ModelRequestTimeout)
@@ -67,54 +67,59 @@ class Fault:
     error_type: str
     status: int | None
     message: str
-    duration_ms: float
     retried: bool
 
 
-class RunRecorder(AbstractCapability[Any]):
-    """Per run: the duration of each answered request, and every provider fault with its retry."""
+@attrs.define(kw_only=True)
+class RunState:
+    """What one run records beyond its messages; passed as the run's `deps` to atomtask's capabilities."""
 
-    def __init__(self, retries: ProviderRetries) -> None:
-        self.retries = retries
-        self.durations_ms: list[float] = []
-        self.faults: list[Fault] = []
-        self._started = 0.0
+    retries: ProviderRetries = attrs.field(factory=ProviderRetries)
+    repair: bool = True
+    repairs: dict[int, list[str]] = attrs.field(factory=dict)
+    syntax_errors: dict[int, str] = attrs.field(factory=dict)
+    faults: list[Fault] = attrs.field(factory=list)
 
-    async def prepare_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        self._started = time.perf_counter()
-        return request_context
 
-    async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
-    ) -> ModelResponse:
-        self.durations_ms.append((time.perf_counter() - self._started) * 1000)
-        return response
+def run_state(ctx: RunContext[Any], fallback: RunState) -> RunState:
+    """The run's own `RunState` when atomtask runs the agent, else the capability's."""
+    deps = ctx.deps
+    return deps if isinstance(deps, RunState) else fallback
+
+
+class ProviderRetry(AbstractCapability[Any]):
+    """A pydantic-ai capability: retry transient provider faults with backoff, and record every fault.
+
+    Retries go through pydantic-ai's `RetryModelRequest` signal, so the run stays on the same step
+    and the model never sees the failed attempt.
+    """
+
+    def __init__(self, retries: ProviderRetries | None = None) -> None:
+        self.state = RunState(retries=retries or ProviderRetries())
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
-        retry = len([f for f in self.faults if f.after_response == len(self.durations_ms)]) + 1
-        transient = is_transient(error) and retry <= self.retries.attempts
-        self.faults.append(
+        state = run_state(ctx, self.state)
+        answered = sum(isinstance(m, ModelResponse) for m in ctx.messages)
+        retry = sum(f.after_response == answered for f in state.faults) + 1
+        transient = is_transient(error) and retry <= state.retries.attempts
+        state.faults.append(
             Fault(
-                after_response=len(self.durations_ms),
+                after_response=answered,
                 error_type=type(error).__name__,
                 status=error.status_code if isinstance(error, ModelHTTPError) else None,
                 message=redact(str(error))[:500],
-                duration_ms=(time.perf_counter() - self._started) * 1000,
                 retried=transient,
             )
         )
         if not transient:
             raise error
         retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
-        delay = self.retries.delay(retry, retry_after)
+        delay = state.retries.delay(retry, retry_after)
         if delay > 0:
             await asyncio.sleep(delay)
         raise RetryModelRequest()
-
 
 
 def ledger_attempts(
@@ -122,18 +127,17 @@ def ledger_attempts(
     *,
     model: str,
     mode: str,
-    recorder: RunRecorder,
-    repair: OutputRepair | None,
+    state: RunState,
     first_index: int = 1,
 ) -> list[Attempt]:
     """One `Attempt` per model response and per provider fault of one run, in the order they happened."""
     answered: list[Attempt] = []
+    sent_at: datetime | None = None
     for message in messages:
         if isinstance(message, ModelResponse):
             number = len(answered) + 1
             raw, tool = _raw_output(message)
             usage = message.usage
-            durations = recorder.durations_ms
             answered.append(
                 Attempt(
                     index=0,
@@ -141,18 +145,21 @@ def ledger_attempts(
                     output_mode=mode,
                     raw_output=raw,
                     tool_name=tool,
-                    repairs=repair.repairs.get(number, []) if repair is not None else [],
-                    parse_error=repair.syntax_errors.get(number) if repair is not None else None,
+                    repairs=state.repairs.get(number, []),
+                    parse_error=state.syntax_errors.get(number),
                     usage=UsageNotes(
                         requests=1,
                         input_tokens=usage.input_tokens,
                         output_tokens=usage.output_tokens,
                         cost=_cost(message),
                     ),
-                    duration_ms=durations[number - 1] if number <= len(durations) else None,
+                    # From the request's creation to the answer, provider retries included.
+                    duration_ms=(message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
                 )
             )
-        elif isinstance(message, ModelRequest) and answered:
+        elif isinstance(message, ModelRequest):
+            sent_at = message.timestamp
+        if isinstance(message, ModelRequest) and answered:
             # Validation feedback travels as a retried tool return (tool output) or a retry
             # feedback part (text output); both carry `retry` info and the error details.
             retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
@@ -161,7 +168,7 @@ def ledger_attempts(
                     update={"errors": feedback_errors([getattr(p, "content", None) for p in retried])}
                 )
     ordered: list[Attempt] = []
-    faults = list(recorder.faults)
+    faults = list(state.faults)
     for position in range(len(answered) + 1):
         for fault in (f for f in faults if f.after_response == position):
             ordered.append(
@@ -171,7 +178,6 @@ def ledger_attempts(
                     output_mode=mode,
                     fault=f"{fault.error_type}: {fault.message}",
                     status=fault.status,
-                    duration_ms=fault.duration_ms,
                 )
             )
         if position < len(answered):
@@ -190,12 +196,9 @@ def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
 
 
 def _cost(response: ModelResponse) -> float | None:
-    if not response.model_name or (response.usage.input_tokens == 0 and response.usage.output_tokens == 0):
-        return None
-    try:
-        return float(response.cost().total_price)
-    except (LookupError, ValueError, AssertionError):
-        return None  # no known prices for this model (or no usage reported): cost unknown, not zero
+    # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
+    cost = response.usage.cost
+    return float(cost) if cost is not None else None
 
 
 def feedback_errors(contents: Sequence[Any]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import structlog
 from atomtask.handlers.base import BaseHandler, ModelChoice
-from atomtask.handlers.ledger import RunRecorder, feedback_errors, ledger_attempts, remaining_limits
+from atomtask.handlers.ledger import ProviderRetry, RunState, feedback_errors, ledger_attempts, remaining_limits
 from atomtask.handlers.redact import redact
 from atomtask.handlers.repair import OutputRepair
 from atomtask.system.errors import UsageError
@@ -80,7 +80,7 @@ class LLMInteractionManager:
 
     def __init__(self, handler: BaseHandler) -> None:
         self.handler = handler
-        self._agents: dict[tuple[Any, ...], tuple[Agent[None, Any], Any]] = {}
+        self._agents: dict[tuple[Any, ...], tuple[Agent[RunState, Any], Any]] = {}
         self._lock = threading.Lock()
 
     def run_sync(self, call: ModelCall) -> CallOutcome:
@@ -113,7 +113,7 @@ class LLMInteractionManager:
         """How many distinct Agents have been built (for tests of the cache)."""
         return len(self._agents)
 
-    def _agent(self, call: ModelCall, choice: ModelChoice) -> Agent[None, Any]:
+    def _agent(self, call: ModelCall, choice: ModelChoice) -> Agent[RunState, Any]:
         spec = choice.spec
         model_key: Any = spec if isinstance(spec, str) else ("instance", id(spec))
         key = (model_key, call.output_cls, call.mode)
@@ -124,10 +124,13 @@ class LLMInteractionManager:
             cached = self._agents.get(key)
             if cached is not None:
                 return cached[0]
-            agent: Agent[None, Any] = Agent(
+            # The capabilities live on the cached Agent (cheap); each run's records go to its `deps`.
+            agent: Agent[RunState, Any] = Agent(
                 self.handler.build(choice),
                 output_type=_output_spec(call.output_cls, call.mode),
                 name=f"atomtask:{call.template}",
+                deps_type=RunState,
+                capabilities=[ProviderRetry(), OutputRepair()],
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
             self._agents[key] = (agent, spec)
@@ -137,10 +140,9 @@ class LLMInteractionManager:
 @attrs.frozen(kw_only=True)
 class _Step:
     choice: ModelChoice
-    agent: Agent[None, Any]
+    agent: Agent[RunState, Any]
     kwargs: dict[str, Any]
-    recorder: RunRecorder
-    repair: OutputRepair | None
+    state: RunState
 
 
 class _Run:
@@ -172,18 +174,15 @@ class _Run:
         except Exception as exc:
             self._finish(_configuration_error(choice, exc))
             return None
-        recorder = RunRecorder(self.manager.handler.provider_retries)
-        repair = OutputRepair() if self.call.repair and self.call.output_cls is not None else None
-        kwargs: dict[str, Any] = {"instructions": self.call.system, "capabilities": [recorder]}
-        if repair is not None:
-            kwargs["capabilities"].append(repair)
+        state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
+        kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
         if self.manager.handler.model_settings is not None:
             kwargs["model_settings"] = self.manager.handler.model_settings
         if self.call.retries is not None:
             kwargs["retries"] = {"output": self.call.retries}
         if budget is not None:
             kwargs["usage_limits"] = budget
-        return _Step(choice=choice, agent=agent, kwargs=kwargs, recorder=recorder, repair=repair)
+        return _Step(choice=choice, agent=agent, kwargs=kwargs, state=state)
 
     def succeeded(self, step: _Step, output: Any, messages: Sequence[ModelMessage]) -> None:
         self._record(step, messages)
@@ -230,8 +229,7 @@ class _Run:
             messages,
             model=step.choice.label,
             mode=self.call.mode.value if self.call.output_cls is not None else "text",
-            recorder=step.recorder,
-            repair=step.repair,
+            state=step.state,
             first_index=len(self.attempts) + 1,
         )
         self.attempts.extend(attempts)

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 import json_repair
+from atomtask.handlers.ledger import RunState, run_state
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -335,7 +336,8 @@ class OutputRepair(AbstractCapability[Any]):
 
     Only an answer that fails validation is touched. A repaired value goes through pydantic-ai's
     full validation again; when no safe repair exists, the model is re-asked with what was wrong
-    with its JSON. Repairs are kept in `repairs` (response number -> changes) for the ledger.
+    with its JSON. Repairs are kept in `repairs` (response number -> changes); inside atomtask they
+    go to the run's `RunState` and from there into each `Attempt`.
 
     Example:
         ```python
@@ -345,8 +347,12 @@ class OutputRepair(AbstractCapability[Any]):
     """
 
     def __init__(self) -> None:
-        self.repairs: dict[int, list[str]] = {}
-        self.syntax_errors: dict[int, str] = {}
+        self.state = RunState()
+
+    @property
+    def repairs(self) -> dict[int, list[str]]:
+        """Response number (1-based) -> the changes that made it valid, when used outside atomtask."""
+        return self.state.repairs
 
     async def wrap_output_validate(
         self,
@@ -362,10 +368,13 @@ class OutputRepair(AbstractCapability[Any]):
             if ctx.partial_output or isinstance(error, ModelRetry):
                 raise
             original = error
+        state = run_state(ctx, self.state)
+        if not state.repair:
+            raise original
         response = sum(isinstance(m, ModelResponse) for m in ctx.messages)
         outcome = repair_output(output, output_context.output_type)
         if outcome.syntax_error is not None:
-            self.syntax_errors[response] = outcome.syntax_error
+            state.syntax_errors[response] = outcome.syntax_error
         if not outcome.usable:
             raise ModelRetry(_refusal(outcome))
         if not outcome.changes:
@@ -374,7 +383,7 @@ class OutputRepair(AbstractCapability[Any]):
             validated = await handler(json.dumps(outcome.value))
         except ValidationError as exc:
             raise ModelRetry(_rejected(outcome, exc)) from exc
-        self.repairs[response] = list(outcome.changes)
+        state.repairs[response] = list(outcome.changes)
         return validated
 
 
