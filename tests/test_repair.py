@@ -78,7 +78,11 @@ def test_syntactic_repairs_recover_the_intended_value(raw: str, expected: object
         ('{"name": "apple", "qty":', "after a key"),
         ('{"name": "apple", "qty"', "after a key"),
         ('{"name": "apple"} or {"name": "pear"}', "separate JSON values"),
-        ('{"name": "apple", "qty": 3, oops}', "drop text"),
+        ('{"name": "apple", "qty": 3, oops}', "drop text from inside the JSON ('oops')"),
+        ('{"name": "apple", "qty": 0.0.1}', "neither a JSON number nor clearly a string"),
+        ('{"name": "apple", "tags": [{}{}]}', "drop or add objects or arrays"),
+        ("{'name': 'apple' + 'pie', 'qty': 3}", "neither a JSON number nor clearly a string"),
+        ("""{"name" 'apple', "qty": 3}""", "change the text of a string"),
         ("no json at all", "no JSON object or array"),
     ],
 )

@@ -18,6 +18,7 @@ import json
 import re
 import typing
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -90,29 +91,30 @@ def _syntactic(raw: str) -> RepairOutcome:
     start = _first_opener(raw)
     if start is None:
         return RepairOutcome(syntax_error=syntax_error, problem="no JSON object or array was found in the answer")
-    end = _last_closer(raw, start)
+    end = _scan(raw, start, stop_at_end=True).end
     region = raw[start:end]
     scan = _scan(region)
     if scan.open_stack:
         cut = _truncation_problem(region, scan)
         if cut is not None:
             return RepairOutcome(syntax_error=syntax_error, problem=cut)
-        changes.append(f"closed the truncated JSON with {''.join(_CLOSER[c] for c in reversed(scan.open_stack))!r}")
+        closers = "".join(_CLOSER[c] for c in reversed(scan.open_stack))
+        changes.append(f"closed the truncated JSON with {closers!r}")
+        # Closed here rather than by json-repair, which drops a trailing empty `{` or `[`.
+        readable = region.rstrip().removesuffix(",") + closers
+    else:
+        readable = region
     if raw[:start].strip() or raw[end:].strip():
         changes.append(_around_change(raw, start, end))
     try:
-        value = json_repair.loads(region, skip_json_loads=True)
+        value = json_repair.loads(readable, skip_json_loads=True)
     except Exception as exc:  # json-repair gives up on some inputs; that is a refusal, not a crash
         return RepairOutcome(syntax_error=syntax_error, problem=f"the JSON could not be read leniently ({exc})")
     if not isinstance(value, dict | list):
         return RepairOutcome(syntax_error=syntax_error, problem="no JSON object or array could be recovered")
-    dropped = _dropped_tokens(scan.without_comments, value)
-    if dropped:
-        shown = ", ".join(repr(t) for t in dropped[:5])
-        return RepairOutcome(
-            syntax_error=syntax_error,
-            problem=f"a lenient reading would drop text from inside the JSON ({shown})",
-        )
+    problem = _content_problem(scan, value)
+    if problem is not None:
+        return RepairOutcome(syntax_error=syntax_error, problem=problem)
     if scan.comments:
         changes.append(f"removed {scan.comments} comment(s)")
     changes.append(f"fixed JSON syntax ({syntax_error})")
@@ -158,11 +160,6 @@ def _first_opener(raw: str, index: int = 0) -> int | None:
     return min(positions) if positions else None
 
 
-def _last_closer(raw: str, start: int) -> int:
-    end = max(raw.rfind("}"), raw.rfind("]"))
-    return end + 1 if end >= start else len(raw)
-
-
 _CLOSER = {"{": "}", "[": "]"}
 
 
@@ -173,58 +170,158 @@ class _Scan:
     without_comments: str
     comments: int
     last_string_is_key: bool
+    containers: int
+    strings: tuple[str, ...]
+    bare: tuple[tuple[str, bool], ...]  # (token, is a key)
+    end: int
 
 
-def _scan(region: str) -> _Scan:
-    """Bracket depth, string state and comment positions of a (possibly broken) JSON text."""
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d"}  # plus the typographic quotes models like
+_BARE_STOP = re.compile(r"[,:{}\[\]\"\u201c\n]|//|/\*|#")
+
+
+def _bare_end(text: str, start: int) -> int:
+    """Where an unquoted run (a key, a literal, a number or bare text) that starts at `start` ends."""
+    stop = _BARE_STOP.search(text, start + 1)
+    return stop.start() if stop is not None else len(text)
+
+
+_NUMBER_RE = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$")
+_BARE_LITERALS = {"true", "false", "null", "True", "False", "None"}
+
+
+def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
+    """Bracket depth, strings, bare tokens and comments of a (possibly broken) JSON text.
+
+    With `stop_at_end`, scanning stops where the first value closes (the rest is prose).
+    """
     stack: list[str] = []
     kept: list[str] = []
+    strings: list[str] = []
+    bare: list[tuple[str, bool]] = []
     quote: str | None = None
+    string_start = 0
     comments = 0
+    containers = 0
     last_string_is_key = False
     prev_significant = ""
-    i = 0
-    n = len(region)
+    i = start
+    n = len(text)
     while i < n:
-        ch = region[i]
+        ch = text[i]
         if quote is not None:
             kept.append(ch)
             if ch == "\\" and i + 1 < n:
-                kept.append(region[i + 1])
+                kept.append(text[i + 1])
                 i += 2
                 continue
             if ch == quote:
                 quote = None
+                strings.append(_unescape(text[string_start:i], ch))
             i += 1
             continue
-        if ch in "\"'":
-            quote = ch
+        if ch in _QUOTES:
+            quote = _QUOTES[ch]
+            string_start = i + 1
             last_string_is_key = bool(stack) and stack[-1] == "{" and prev_significant in ("{", ",")
-        elif region.startswith("//", i) or ch == "#":
+        elif text.startswith("//", i) or ch == "#":
             comments += 1
-            newline = region.find("\n", i)
+            newline = text.find("\n", i)
             i = n if newline < 0 else newline
             continue
-        elif region.startswith("/*", i):
+        elif text.startswith("/*", i):
             comments += 1
-            close = region.find("*/", i + 2)
+            close = text.find("*/", i + 2)
             i = n if close < 0 else close + 2
             continue
         elif ch in "{[":
             stack.append(ch)
-        elif ch in "}]" and stack:
+            containers += 1
+        elif ch in "}]" and stack and _CLOSER[stack[-1]] == ch:
+            # A closer that does not match is stray text for json-repair to judge, not the end.
             stack.pop()
+            if stop_at_end and not stack:
+                kept.append(ch)
+                i += 1
+                break
+        elif not ch.isspace() and ch not in ":,}]":
+            end = _bare_end(text, i)
+            word = text[i:end].strip()
+            bare.append((word, text[end:].lstrip().startswith(":")))
+            kept.append(text[i:end])
+            prev_significant = word[-1]
+            i = end
+            continue
         if not ch.isspace():
             prev_significant = ch
         kept.append(ch)
         i += 1
+    if quote is not None:
+        strings.append(_unescape(text[string_start:i], quote))
     return _Scan(
         open_stack=tuple(stack),
         in_string=quote is not None,
         without_comments="".join(kept),
         comments=comments,
         last_string_is_key=last_string_is_key,
+        containers=containers,
+        strings=tuple(strings),
+        bare=tuple(bare),
+        end=i,
     )
+
+
+def _unescape(body: str, quote: str) -> str:
+    """The text a string literal stands for (JSON escapes decoded); the body itself if they do not decode."""
+    if "\\" not in body:
+        return body
+    if quote == "'":
+        body = re.sub(r'(?<!\\)"', r'\\"', body.replace("\\'", "'"))
+    try:
+        return str(json.loads(f'"{body}"'))
+    except ValueError:
+        return body
+
+
+def _count_containers(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_count_containers(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_count_containers(v) for v in value)
+    return 0
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def _content_problem(scan: _Scan, value: Any) -> str | None:
+    """Why `value` is not a faithful reading of the scanned text, or None when it is."""
+    for word, is_key in scan.bare:
+        if is_key or word in _BARE_LITERALS or _NUMBER_RE.match(word):
+            continue
+        if not (word[0].isalpha() or word[0] == "_"):
+            # `05`, `0.0.1`, `...`, `-e5`, a date: a number, a string or a placeholder? Not ours to say.
+            return f"it holds unquoted text ({word!r}) that is neither a JSON number nor clearly a string"
+    if _count_containers(value) != scan.containers:
+        return "a lenient reading would drop or add objects or arrays"
+    written = set(scan.strings) | {word for word, _ in scan.bare}
+    changed = [text for text in _strings(value) if text not in written]
+    if changed:
+        return f"a lenient reading would change the text of a string ({changed[0]!r})"
+    dropped = _dropped_tokens(scan.without_comments, value)
+    if dropped:
+        shown = ", ".join(repr(t) for t in dropped[:5])
+        return f"a lenient reading would drop text from inside the JSON ({shown})"
+    return None
 
 
 def _truncation_problem(region: str, scan: _Scan) -> str | None:
