@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import structlog
 from atomtask import OutputFormat, OutputMode, TaskSystem, Template
-from atomtask.handlers.repair import _scan
+from atomtask.handlers.repair import _NUMBER_RE, _scan
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_ai import Agent, PromptedOutput, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -138,7 +138,8 @@ def unambiguous(raw: str, expected: Any) -> bool:
 
     Strict JSON is unambiguous only when it already is `expected`. Otherwise the input must hold one
     JSON value, not be cut off inside a string, number or literal, open as many objects and arrays as
-    `expected` has, write every key and string of `expected` verbatim (quoted or bare), and hold no
+    `expected` has, write every key and string of `expected` verbatim (quoted, or bare unless it looks
+    like a malformed number such as `05` or `1/3`), and hold no
     word, number or other text (`...`, `+`) that `expected` lacks, nor lack one it has. The scanner
     is atomtask's (`_scan`), which only tokenizes; the rules here are the benchmark's own.
     """
@@ -159,6 +160,9 @@ def unambiguous(raw: str, expected: Any) -> bool:
         return False
     if scan.containers != _containers(expected):
         return False
+    for word, is_key in scan.bare:
+        if not is_key and word[:1] in "0123456789-+./" and not _NUMBER_RE.match(word):
+            return False  # `05`, `1/3`, `1.1.1`: a number or a string? Either reading is a convention.
     written = set(scan.strings) | {word for word, _ in scan.bare}
     if any(text not in written for text in _strings_of(expected)):
         return False

@@ -59,6 +59,8 @@ def answer(raw: str, mode: OutputMode) -> object:
         ('```json\n{"name": "apple", "qty": 3}\n```', ITEM),
         ('{"name": "apple", "qty": 3\n', ITEM),
         ('[{"name": "apple", "qty": 3},', [ITEM]),
+        ("""{"name" 'apple', "qty": 3}""", ITEM),
+        ('[{"name": "apple", "qty": 3} {"name": "apple", "qty": 3}]', [ITEM, ITEM]),
     ],
 )
 def test_syntactic_repairs_recover_the_intended_value(raw: str, expected: object) -> None:
@@ -80,9 +82,9 @@ def test_syntactic_repairs_recover_the_intended_value(raw: str, expected: object
         ('{"name": "apple"} or {"name": "pear"}', "separate JSON values"),
         ('{"name": "apple", "qty": 3, oops}', "drop text from inside the JSON ('oops')"),
         ('{"name": "apple", "qty": 0.0.1}', "neither a JSON number nor clearly a string"),
-        ('{"name": "apple", "tags": [{}{}]}', "drop or add objects or arrays"),
+        ("[{{]", "drop or add objects or arrays"),
         ("{'name': 'apple' + 'pie', 'qty': 3}", "neither a JSON number nor clearly a string"),
-        ("""{"name" 'apple', "qty": 3}""", "change the text of a string"),
+        ('{"name": "lorem "ipsum" sic", "qty": 3}', "change the text of a string"),
         ("no json at all", "no JSON object or array"),
     ],
 )

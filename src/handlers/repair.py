@@ -101,9 +101,9 @@ def _syntactic(raw: str) -> RepairOutcome:
         closers = "".join(_CLOSER[c] for c in reversed(scan.open_stack))
         changes.append(f"closed the truncated JSON with {closers!r}")
         # Closed here rather than by json-repair, which drops a trailing empty `{` or `[`.
-        readable = region.rstrip().removesuffix(",") + closers
+        readable = scan.without_comments.rstrip().removesuffix(",") + closers
     else:
-        readable = region
+        readable = scan.without_comments
     if raw[:start].strip() or raw[end:].strip():
         changes.append(_around_change(raw, start, end))
     try:
@@ -204,6 +204,7 @@ def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
     comments = 0
     containers = 0
     last_string_is_key = False
+    key_pending = False  # a key was written and its `:` has not come yet
     prev_significant = ""
     i = start
     n = len(text)
@@ -218,13 +219,20 @@ def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
             if ch == quote:
                 quote = None
                 strings.append(_unescape(text[string_start:i], ch))
+                prev_significant = ch
+                key_pending = last_string_is_key
             i += 1
             continue
+        if key_pending and (ch in _QUOTES or ch in "{[" or (ch.isalnum() or ch in "-_")):
+            # `"key" value`: the one reading is `"key": value` (validation still has the last word).
+            kept.append(":")
+        if not ch.isspace():
+            key_pending = False
         if ch in _QUOTES:
             quote = _QUOTES[ch]
             string_start = i + 1
             last_string_is_key = bool(stack) and stack[-1] == "{" and prev_significant in ("{", ",")
-        elif text.startswith("//", i) or ch == "#":
+        elif text.startswith("//", i) or (ch == "#" and not text[text.rfind("\n", 0, i) + 1 : i].strip()):
             comments += 1
             newline = text.find("\n", i)
             i = n if newline < 0 else newline
@@ -235,6 +243,8 @@ def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
             i = n if close < 0 else close + 2
             continue
         elif ch in "{[":
+            if stack and stack[-1] == "[" and prev_significant in ("}", "]"):
+                kept.append(",")  # `[{} {}]`: two items with the comma missing
             stack.append(ch)
             containers += 1
         elif ch in "}]" and stack and _CLOSER[stack[-1]] == ch:
