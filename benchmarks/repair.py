@@ -319,7 +319,7 @@ def main() -> None:
     header = f"{'file':<16} {'mode':<9} {'class':<12} {'n':>4} | atomtask: {'valid1':>7} {'wrong':>7} {'calls':>6} |"
     print(header + f" pydantic-ai: {'valid1':>7} {'wrong':>7} {'calls':>6}")
     print("-" * (len(header) + 36))
-    names = sorted({c.file for c in cases}) + ["ALL"]
+    names = [*sorted({c.file for c in cases}), "ALL"]
     for file in names:
         for mode in MODES:
             for kind in ("unambiguous", "convention"):

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
     from atomtask.handlers.base import BaseHandler, ModelChoice
     from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.handlers.repair import OutputRepair
     from atomtask.system.errors import (
         AtomTaskError,
         ConfigurationError,
@@ -23,10 +24,8 @@ if TYPE_CHECKING:
         TemplateNotFoundError,
         UsageError,
     )
-    from atomtask.handlers.repair import OutputRepair
     from atomtask.system.model_registry import ModelRegistry
     from atomtask.system.requests import SubtaskRequest
-    from atomtask.system.retry_policy import ProviderRetries
     from atomtask.system.results import (
         Attempt,
         FailureReason,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
         TaskStatus,
         UsageNotes,
     )
+    from atomtask.system.retry_policy import ProviderRetries
     from atomtask.system.template_registry import TemplateRegistry
     from atomtask.system.templates import OutputFormat, OutputMode, ParamSpec, Template, TemplateLimits
     from atomtask.task_system import TaskSystem

@@ -140,9 +140,8 @@ class TaskSystem:
         `limits=` tightens its limits (across all attempts and fallbacks), `repair=False` turns local
         output repair off for this call.
         """
-        return self.executor.execute(
-            name_or_request, inputs, model=model, retries=retries, limits=limits, repair=repair, expect=expect
-        )
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        return self.executor.execute(name_or_request, inputs, expect=expect, **options)
 
     @overload
     async def execute_async(
@@ -182,6 +181,5 @@ class TaskSystem:
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
-        return await self.executor.execute_async(
-            name_or_request, inputs, model=model, retries=retries, limits=limits, repair=repair, expect=expect
-        )
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        return await self.executor.execute_async(name_or_request, inputs, expect=expect, **options)

@@ -32,7 +32,9 @@ def server() -> Iterator[FakeProviderServer]:
 def system_for(retries: ProviderRetries = NO_WAIT) -> TaskSystem:
     system = TaskSystem(provider_retries=retries)
     system.models.register(Item)
-    system.register(Template(name="item", instructions="give an item", output_format=OutputFormat(type="json", schema="Item")))
+    system.register(
+        Template(name="item", instructions="give an item", output_format=OutputFormat(type="json", schema="Item"))
+    )
     return system
 
 
@@ -52,7 +54,9 @@ def test_provider_fault_is_retried_and_kept_in_the_ledger(server: FakeProviderSe
     """429, 5xx, a dropped connection, a truncated stream and a timeout are retried; the fault is in the ledger."""
     reply, status, error_type = FAULTS[fault]
     settings = ModelSettings(timeout=0.2)
-    model = server.openai_chat_model(settings=settings) if wire == "openai" else server.anthropic_model(settings=settings)
+    model = (
+        server.openai_chat_model(settings=settings) if wire == "openai" else server.anthropic_model(settings=settings)
+    )
     server.script(reply, Reply.tool_call(args=ITEM))
     result = system_for().execute("item", model=model)
     assert result.ok, result.error

@@ -85,8 +85,8 @@ def _syntactic(raw: str) -> RepairOutcome:
             problem=f"the answer holds {len(embedded)} separate JSON values and it is not clear which one is meant",
         )
     if embedded:
-        value, start, end = embedded[0]
-        changes.append(_around_change(raw, start, end))
+        value, begin, finish = embedded[0]
+        changes.append(_around_change(raw, begin, finish))
         return RepairOutcome(value=value, changes=tuple(changes), syntax_error=syntax_error)
     start = _first_opener(raw)
     if start is None:

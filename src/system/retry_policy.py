@@ -23,4 +23,4 @@ class ProviderRetries:
         """Seconds to wait before retry number `retry` (1-based)."""
         if retry_after is not None:
             return min(self.max_backoff, max(0.0, retry_after))
-        return min(self.max_backoff, self.backoff * 2 ** (retry - 1))
+        return min(self.max_backoff, self.backoff * 2.0 ** (retry - 1))

@@ -107,7 +107,8 @@ class TemplateLimits(BaseModel):
         if other is None:
             return self
         merged = {
-            name: min(values) if (values := [v for v in (getattr(self, name), getattr(other, name)) if v is not None])
+            name: min(values)
+            if (values := [v for v in (getattr(self, name), getattr(other, name)) if v is not None])
             else None
             for name in type(self).model_fields
         }
