@@ -189,3 +189,13 @@ def test_output_repair_works_on_a_bare_pydantic_ai_agent() -> None:
     assert Item(name="apple", qty=3) == agent.run_sync("give an item").output
     assert [1] == list(repair.repairs)
     assert "answer" not in user_text(rec.calls[0][0])
+
+
+def test_coercions_and_ignored_fields_of_a_repair_are_recorded() -> None:
+    """Validation's own changes to a repaired value (lax coercion, unknown fields) are in the ledger too."""
+    rec = Recorder(("args", "{'name': 'apple', 'qty': '3', 'colour': 'red',}"))
+    result = system_for(rec.model).execute("task")
+    assert Item(name="apple", qty=3) == result.unwrap()
+    repairs = result.notes.attempts[0].repairs
+    assert "coerced 'qty' from '3' to 3" in repairs
+    assert "ignored 'colour', which is not in the schema" in repairs

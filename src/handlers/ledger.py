@@ -131,7 +131,7 @@ def ledger_attempts(
     first_index: int = 1,
 ) -> list[Attempt]:
     """One `Attempt` per model response and per provider fault of one run, in the order they happened."""
-    answered: list[Attempt] = []
+    answered: list[dict[str, Any]] = []
     sent_at: datetime | None = None
     for message in messages:
         if isinstance(message, ModelResponse):
@@ -139,50 +139,38 @@ def ledger_attempts(
             raw, tool = _raw_output(message)
             usage = message.usage
             answered.append(
-                Attempt(
-                    index=0,
-                    model=model,
-                    output_mode=mode,
-                    raw_output=raw,
-                    tool_name=tool,
-                    repairs=state.repairs.get(number, []),
-                    parse_error=state.syntax_errors.get(number),
-                    usage=UsageNotes(
+                {
+                    "raw_output": raw,
+                    "tool_name": tool,
+                    "repairs": state.repairs.get(number, []),
+                    "parse_error": state.syntax_errors.get(number),
+                    "usage": UsageNotes(
                         requests=1,
                         input_tokens=usage.input_tokens,
                         output_tokens=usage.output_tokens,
                         cost=_cost(message),
                     ),
                     # From the request's creation to the answer, provider retries included.
-                    duration_ms=(message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
-                )
+                    "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
+                }
             )
         elif isinstance(message, ModelRequest):
             sent_at = message.timestamp
-        if isinstance(message, ModelRequest) and answered:
             # Validation feedback travels as a retried tool return (tool output) or a retry
             # feedback part (text output); both carry `retry` info and the error details.
             retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
-            if retried:
-                answered[-1] = answered[-1].model_copy(
-                    update={"errors": feedback_errors([getattr(p, "content", None) for p in retried])}
-                )
-    ordered: list[Attempt] = []
-    faults = list(state.faults)
+            if retried and answered:
+                answered[-1]["errors"] = feedback_errors([getattr(p, "content", None) for p in retried])
+    entries: list[dict[str, Any]] = []
     for position in range(len(answered) + 1):
-        for fault in (f for f in faults if f.after_response == position):
-            ordered.append(
-                Attempt(
-                    index=0,
-                    model=model,
-                    output_mode=mode,
-                    fault=f"{fault.error_type}: {fault.message}",
-                    status=fault.status,
-                )
-            )
+        for fault in state.faults:
+            if fault.after_response == position:
+                entries.append({"fault": f"{fault.error_type}: {fault.message}", "status": fault.status})
         if position < len(answered):
-            ordered.append(answered[position])
-    return [a.model_copy(update={"index": first_index + i}) for i, a in enumerate(ordered)]
+            entries.append(answered[position])
+    return [
+        Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)
+    ]
 
 
 def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:

@@ -130,11 +130,15 @@ class LLMInteractionManager:
                 output_type=_output_spec(call.output_cls, call.mode),
                 name=f"atomtask:{call.template}",
                 deps_type=RunState,
-                capabilities=[ProviderRetry(), OutputRepair()],
+                capabilities=[_Reliability()],
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
             self._agents[key] = (agent, spec)
             return agent
+
+
+class _Reliability(ProviderRetry, OutputRepair):
+    """Provider-fault retries and output repair as one capability (each capability costs per run)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -490,8 +490,32 @@ class OutputRepair(AbstractCapability[Any]):
             validated = await handler(json.dumps(outcome.value))
         except ValidationError as exc:
             raise ModelRetry(_rejected(outcome, exc)) from exc
-        state.repairs[response] = list(outcome.changes)
+        state.repairs[response] = [*outcome.changes, *_coercions(outcome.value, validated)]
         return validated
+
+
+def _coercions(sent: Any, validated: Any, limit: int = 10) -> list[str]:
+    """What validation changed in a repaired value: lax coercions and fields the schema ignored."""
+    if not isinstance(validated, BaseModel):
+        return []
+    found: list[str] = []
+    _diff(sent, validated.model_dump(mode="json", by_alias=True), "", found)
+    return found[:limit]
+
+
+def _diff(sent: Any, kept: Any, path: str, found: list[str]) -> None:
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        for key, value in sent.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in kept:
+                found.append(f"ignored {where!r}, which is not in the schema")
+            else:
+                _diff(value, kept[key], where, found)
+    elif isinstance(sent, list) and isinstance(kept, list) and len(sent) == len(kept):
+        for index, (a, b) in enumerate(zip(sent, kept, strict=True)):
+            _diff(a, b, f"{path}[{index}]", found)
+    elif type(sent) is not type(kept) or sent != kept:
+        found.append(f"coerced {path or 'the value'!r} from {sent!r} to {kept!r}")
 
 
 def _refusal(outcome: RepairOutcome) -> str:
