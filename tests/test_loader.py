@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from atomtask import DuplicateNameError, SchemaError, TaskSystem, TemplateError
+from atomtask import ConfigurationError, DuplicateNameError, SchemaError, TaskSystem, TemplateError
 from atomtask.system.loader import load_yaml_text
 
 TEMPLATE = """\
@@ -111,3 +111,28 @@ def test_loading_twice_is_idempotent(templates_dir: Path) -> None:
     first = system.load(templates_dir)
     assert first == system.load(templates_dir)
     assert system.models.get("Contact") is TaskSystem(templates=templates_dir).models.get("Contact")
+
+
+def test_unknown_fallback_provider_points_at_its_line(tmp_path: Path) -> None:
+    """A misspelt provider in `fallbacks` fails at load time with the file, line and a suggestion."""
+    (tmp_path / "t.yaml").write_text(
+        "name: t\ninstructions: hi\nrepair: false\nfallbacks:\n  - openai-chat:gpt-4o-mini\n  - antropic:claude-haiku-4-5\n"
+    )
+    with pytest.raises(ConfigurationError) as raised:
+        TaskSystem(templates=tmp_path)
+    message = str(raised.value)
+    assert f"{tmp_path / 't.yaml'}:5:" in message  # where the list starts
+    assert "Unknown provider 'antropic'" in message
+    assert "the `fallbacks` of template 't'" in message
+    assert "anthropic" in raised.value.suggestions
+
+
+def test_reliability_keys_load_from_yaml(tmp_path: Path) -> None:
+    """`repair`, `retries`, `fallbacks` and `limits` (with `cost`) are template keys in YAML."""
+    (tmp_path / "t.yaml").write_text(
+        "name: t\ninstructions: hi\nrepair: false\nretries: 3\nfallbacks: [test]\n"
+        "limits: {requests: 5, total_tokens: 1000, cost: 0.25}\n"
+    )
+    template = TaskSystem(templates=tmp_path).templates.get("t")
+    assert (False, 3, ["test"]) == (template.repair, template.retries, template.fallbacks)
+    assert template.limits is not None and 0.25 == template.limits.cost

@@ -168,9 +168,7 @@ def ledger_attempts(
                 entries.append({"fault": f"{fault.error_type}: {fault.message}", "status": fault.status})
         if position < len(answered):
             entries.append(answered[position])
-    return [
-        Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)
-    ]
+    return [Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)]
 
 
 def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
