@@ -116,7 +116,8 @@ def test_loading_twice_is_idempotent(templates_dir: Path) -> None:
 def test_unknown_fallback_provider_points_at_its_line(tmp_path: Path) -> None:
     """A misspelt provider in `fallbacks` fails at load time with the file, line and a suggestion."""
     (tmp_path / "t.yaml").write_text(
-        "name: t\ninstructions: hi\nrepair: false\nfallbacks:\n  - openai-chat:gpt-4o-mini\n  - antropic:claude-haiku-4-5\n"
+        "name: t\ninstructions: hi\nrepair: false\n"
+        "fallbacks:\n  - openai-chat:gpt-4o-mini\n  - antropic:claude-haiku-4-5\n"
     )
     with pytest.raises(ConfigurationError) as raised:
         TaskSystem(templates=tmp_path)
