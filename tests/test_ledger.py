@@ -178,6 +178,7 @@ def test_provider_error_moves_on_to_the_fallback(server: FakeProviderServer) -> 
     result = system.execute("item")
     assert result.ok, result.error
     assert [500, None] == [a.status for a in result.notes.attempts]
+    assert 1 == len(server.requests)  # the SDK's own retries are off: atomtask owns retrying
     assert "test" == result.notes.model
 
 

@@ -165,3 +165,23 @@ def test_invalid_per_call_limits_are_a_configuration_error() -> None:
     assert FailureReason.CONFIGURATION_ERROR == result.error.reason
     assert "limits=" in result.error.message
     assert [] == rec.calls
+
+
+async def test_async_run_repairs_and_falls_back_like_the_sync_one() -> None:
+    """`execute_async` shares the fallback loop and the repair: same ledger as `execute`."""
+    rec = Recorder(("args", "{'name': 'apple', 'qty': 'x'}"), {"name": "apple"})
+    system = system_for(rec.model)
+    system.register(
+        Template(
+            name="fallback",
+            instructions="give an item",
+            output_format=OutputFormat(type="json", schema="Item"),
+            fallbacks=["test"],
+            retries=1,
+        )
+    )
+    result = await system.execute_async("fallback")
+    assert result.ok, result.error
+    assert ["function:recorder", "function:recorder", "test"] == [a.model for a in result.notes.attempts]
+    assert result.notes.attempts[0].parse_error is not None
+    assert "qty" in str(result.notes.attempts[0].errors)

@@ -35,6 +35,7 @@ from pydantic_ai.exceptions import (
     UserError,
 )
 from pydantic_ai.messages import ModelMessage
+from pydantic_ai.settings import ModelSettings
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
@@ -131,10 +132,22 @@ class LLMInteractionManager:
                 name=f"atomtask:{call.template}",
                 deps_type=RunState,
                 capabilities=[_Reliability()],
+                model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
             self._agents[key] = (agent, spec)
             return agent
+
+
+# The SDK clients pydantic-ai builds for these providers retry twice on their own; atomtask owns
+# retrying (`ProviderRetries`) so that every fault is in the ledger and the count is the user's.
+# `model_settings` given to the TaskSystem still override this.
+_SDK_RETRYING_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses", "anthropic", "groq"})
+_SDK_NO_RETRIES: ModelSettings = {"max_retries": 0}
+
+
+def _sdk_retries(choice: ModelChoice) -> bool:
+    return isinstance(choice.spec, str) and provider_of(choice.spec) in _SDK_RETRYING_PROVIDERS
 
 
 class _Reliability(ProviderRetry, OutputRepair):
