@@ -61,6 +61,7 @@ def answer(raw: str, mode: OutputMode) -> object:
         ('[{"name": "apple", "qty": 3},', [ITEM]),
         ("""{"name" 'apple', "qty": 3}""", ITEM),
         ('[{"name": "apple", "qty": 3} {"name": "apple", "qty": 3}]', [ITEM, ITEM]),
+        ("[\n{}\n{}\n]", [{}, {}]),
     ],
 )
 def test_syntactic_repairs_recover_the_intended_value(raw: str, expected: object) -> None:

@@ -107,7 +107,7 @@ def _syntactic(raw: str) -> RepairOutcome:
     if raw[:start].strip() or raw[end:].strip():
         changes.append(_around_change(raw, start, end))
     try:
-        value = json_repair.loads(readable, skip_json_loads=True)
+        value = json_repair.loads(readable)  # strict JSON first: our own fixes may be all it needed
     except Exception as exc:  # json-repair gives up on some inputs; that is a refusal, not a crash
         return RepairOutcome(syntax_error=syntax_error, problem=f"the JSON could not be read leniently ({exc})")
     if not isinstance(value, dict | list):
@@ -205,6 +205,7 @@ def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
     containers = 0
     last_string_is_key = False
     key_pending = False  # a key was written and its `:` has not come yet
+    last_closer = 0  # where in `kept` the last matching `}` or `]` went
     prev_significant = ""
     i = start
     n = len(text)
@@ -244,12 +245,15 @@ def _scan(text: str, start: int = 0, *, stop_at_end: bool = False) -> _Scan:
             continue
         elif ch in "{[":
             if stack and stack[-1] == "[" and prev_significant in ("}", "]"):
-                kept.append(",")  # `[{} {}]`: two items with the comma missing
+                # `[{} {}]`: two items with the comma missing. Put right after the first item: json-repair
+                # drops an item after `{}` followed by whitespace and a comma.
+                kept.insert(last_closer + 1, ",")
             stack.append(ch)
             containers += 1
         elif ch in "}]" and stack and _CLOSER[stack[-1]] == ch:
             # A closer that does not match is stray text for json-repair to judge, not the end.
             stack.pop()
+            last_closer = len(kept)
             if stop_at_end and not stack:
                 kept.append(ch)
                 i += 1
