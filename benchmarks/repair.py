@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import structlog
 from atomtask import OutputFormat, OutputMode, TaskSystem, Template
-from atomtask.handlers.repair import _NUMBER_RE, _scan
+from atomtask.handlers.json_scan import NUMBER_RE, scan
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_ai import Agent, PromptedOutput, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -141,7 +141,7 @@ def unambiguous(raw: str, expected: Any) -> bool:
     `expected` has, write every key and string of `expected` verbatim (quoted, or bare unless it looks
     like a malformed number such as `05` or `1/3`), and hold no
     word, number or other text (`...`, `+`) that `expected` lacks, nor lack one it has. The scanner
-    is atomtask's (`_scan`), which only tokenizes; the rules here are the benchmark's own.
+    is atomtask's (`json_scan.scan`), which only tokenizes; the rules here are the benchmark's own.
     """
     try:
         return same(json.loads(raw), expected)
@@ -151,22 +151,22 @@ def unambiguous(raw: str, expected: Any) -> bool:
     if not starts:
         return False
     start = min(starts)
-    first = _scan(raw, start, stop_at_end=True)
+    first = scan(raw, start, stop_at_end=True)
     rest = raw[first.end :]
     if "{" in rest or "[" in rest:
         return False  # several values: merging them is a convention
-    scan = _scan(raw[start : first.end])
-    if scan.in_string or (scan.open_stack and _cut_in_value(scan.without_comments)):
+    scanned = scan(raw[start : first.end])
+    if scanned.in_string or (scanned.open_stack and _cut_in_value(scanned.without_comments)):
         return False
-    if scan.containers != _containers(expected):
+    if scanned.containers != _containers(expected):
         return False
-    for word, is_key in scan.bare:
-        if not is_key and word[:1] in "0123456789-+./" and not _NUMBER_RE.match(word):
+    for word, is_key in scanned.bare:
+        if not is_key and word[:1] in "0123456789-+./" and not NUMBER_RE.match(word):
             return False  # `05`, `1/3`, `1.1.1`: a number or a string? Either reading is a convention.
-    written = set(scan.strings) | {word for word, _ in scan.bare}
+    written = set(scanned.strings) | {word for word, _ in scanned.bare}
     if any(text not in written for text in _strings_of(expected)):
         return False
-    found = _content(scan.without_comments)
+    found = _content(scanned.without_comments)
     plain = _content(json.dumps(expected, ensure_ascii=False))
     ascii_ = _content(json.dumps(expected))
     return not (found - (plain | ascii_)) and not min(len(plain - found), len(ascii_ - found))
