@@ -144,8 +144,9 @@ def test_request_limit_holds_across_fallbacks() -> None:
     assert result.error is not None
     assert FailureReason.USAGE_LIMIT_EXCEEDED == result.error.reason
     assert "`requests` limit of 2" in result.error.message
+    assert "next attempt (model 'test')" in result.error.message
     assert 2 == len(result.notes.attempts)
-    assert ["function:recorder", "test"] == result.notes.models_tried
+    assert ["function:recorder"] == result.notes.models_tried
 
 
 def test_per_call_limits_tighten_the_template() -> None:

@@ -176,16 +176,17 @@ class _Run:
         self.done = False
 
     def next_step(self) -> _Step | None:
+        """The next model's run, or None when the call is decided (answered, failed, or out of budget)."""
         if self.done or len(self.tried) >= len(self.models):
             return None
         choice = self.models[len(self.tried)]
-        if self.tried:
-            log.info("task_fallback", template=self.call.template, model=choice.label, after=self.tried[-1])
-        self.tried.append(choice.label)
         budget = remaining_limits(self.call.limits, _total(self.attempts))
         if isinstance(budget, str):
             self._finish(_budget_error(self.call, choice, budget, self.attempts))
             return None
+        if self.tried:
+            log.info("task_fallback", template=self.call.template, model=choice.label, after=self.tried[-1])
+        self.tried.append(choice.label)
         try:
             agent = self.manager._agent(self.call, choice)
         except Exception as exc:
