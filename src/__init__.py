@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
     from atomtask.handlers.base import BaseHandler, ModelChoice
     from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.handlers.repair import OutputRepair
     from atomtask.memory.memory_system import MemorySystem
     from atomtask.memory.models import AssociativeMatchResult, MatchItem
     from atomtask.memory.results import MemoryContext
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         TaskStatus,
         UsageNotes,
     )
+    from atomtask.system.retry_policy import ProviderRetries
     from atomtask.system.template_registry import TemplateRegistry
     from atomtask.system.templates import OutputFormat, OutputMode, ParamSpec, Template, TemplateLimits
     from atomtask.task_system import TaskSystem
@@ -61,7 +63,9 @@ _EXPORTS: dict[str, str] = {
     "ModelRegistry": "atomtask.system.model_registry",
     "OutputFormat": "atomtask.system.templates",
     "OutputMode": "atomtask.system.templates",
+    "OutputRepair": "atomtask.handlers.repair",
     "ParamSpec": "atomtask.system.templates",
+    "ProviderRetries": "atomtask.system.retry_policy",
     "SchemaError": "atomtask.system.errors",
     "SexpEvalError": "atomtask.sexp.errors",
     "SexpSyntaxError": "atomtask.sexp.errors",
@@ -116,7 +120,9 @@ __all__ = [
     "ModelRegistry",
     "OutputFormat",
     "OutputMode",
+    "OutputRepair",
     "ParamSpec",
+    "ProviderRetries",
     "SchemaError",
     "SexpEvalError",
     "SexpSyntaxError",

@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
     run.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
     run.add_argument("--result", action="store_true", help="print the whole TaskResult as JSON")
+    run.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
+    run.add_argument("--no-repair", action="store_true", help="do not repair malformed output locally")
+    run.add_argument("--max-requests", type=int, metavar="N", help="at most N model requests (all attempts)")
+    run.add_argument("--max-tokens", type=int, metavar="N", help="at most N tokens in total (all attempts)")
+    run.add_argument("--max-cost", type=float, metavar="USD", help="at most this cost where prices are known")
     with_templates(run)
 
     ev = sub.add_parser(
@@ -170,7 +175,22 @@ def _inputs(pairs: Sequence[str]) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     system = _system(args)
-    result = system.execute(args.name, _inputs(args.input))
+    limits = {
+        name: value
+        for name, value in (
+            ("requests", args.max_requests),
+            ("total_tokens", args.max_tokens),
+            ("cost", args.max_cost),
+        )
+        if value is not None
+    }
+    result = system.execute(
+        args.name,
+        _inputs(args.input),
+        retries=args.retries,
+        limits=limits or None,
+        repair=False if args.no_repair else None,
+    )
     if result.notes.default_model_notice:
         print(result.notes.default_model_notice, file=err)
     print(_status_line(result), file=err)
@@ -195,9 +215,11 @@ def _status_line(result: TaskResult[Any]) -> str:
     notes = result.notes
     attempts = len(notes.attempts)
     tokens = notes.usage.total_tokens
+    repaired = sum(1 for a in notes.attempts if a.repairs)
+    extra = f", {repaired} repaired" if repaired else ""
     return (
         f"atomtask: {notes.template} {result.status.value} on {notes.model or '-'} "
-        f"({attempts} attempt{'s' if attempts != 1 else ''}, {tokens} tokens, {notes.duration_ms / 1000:.2f}s)"
+        f"({attempts} attempt{'s' if attempts != 1 else ''}{extra}, {tokens} tokens, {notes.duration_ms / 1000:.2f}s)"
     )
 
 

@@ -15,9 +15,10 @@ from atomtask.system.loader import Declarations, load_paths
 from atomtask.system.model_registry import ModelRegistry
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import TaskResult
+from atomtask.system.retry_policy import ProviderRetries
 from atomtask.system.schemas import build_models
 from atomtask.system.template_registry import TemplateRegistry
-from atomtask.system.templates import Template
+from atomtask.system.templates import Template, TemplateLimits
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -51,6 +52,7 @@ class TaskSystem:
         model_settings: pydantic-ai `ModelSettings` applied to every call.
         importable: packages whose Pydantic classes templates may name by import path
             (`schema: {python: "myapp.schemas:Contact"}`); any other module is refused, never imported.
+        provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
     """
 
     def __init__(
@@ -61,13 +63,16 @@ class TaskSystem:
         base_url: str | None = None,
         model_settings: ModelSettings | None = None,
         importable: Iterable[str] = (),
+        provider_retries: ProviderRetries | None = None,
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
         for cls in BUILTIN_SCHEMAS:
             self.models.register(cls)
         self.templates = TemplateRegistry(self.models)
-        self.handler = BaseHandler(model=model, base_url=base_url, model_settings=model_settings)
+        self.handler = BaseHandler(
+            model=model, base_url=base_url, model_settings=model_settings, provider_retries=provider_retries
+        )
         self.manager = LLMInteractionManager(self.handler)
         self.executor = AtomicTaskExecutor(self.templates, self.manager)
         if templates is not None:
@@ -128,6 +133,9 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -138,6 +146,9 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -147,14 +158,20 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task and return its `TaskResult`; a failed task is a FAILED result, not an exception.
 
         `expect=Cls` types the result as `TaskResult[Cls]` and fails (configuration_error) when the
-        template's declared output is not a `Cls`.
+        template's declared output is not a `Cls`. `retries=` overrides the template's output retries,
+        `limits=` tightens its limits (across all attempts and fallbacks), `repair=False` turns local
+        output repair off for this call.
         """
-        return self.executor.execute(name_or_request, inputs, model=model, expect=expect)
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        return self.executor.execute(name_or_request, inputs, expect=expect, **options)
 
     @overload
     async def execute_async(
@@ -163,6 +180,9 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -173,6 +193,9 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -182,7 +205,11 @@ class TaskSystem:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
-        return await self.executor.execute_async(name_or_request, inputs, model=model, expect=expect)
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        return await self.executor.execute_async(name_or_request, inputs, expect=expect, **options)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from atomtask.cli import main
+from pydantic_ai import CostNotFoundWarning
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
@@ -214,3 +215,15 @@ def test_help_exits_zero(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as raised:
         main(argv)
     assert 0 == raised.value.code
+
+
+def test_run_passes_retries_repair_and_limits(templates_dir: Path) -> None:
+    """`--retries`, `--no-repair` and `--max-*` reach the call; a bad limit fails before any model call."""
+    base = ["run", "extract_contact", "-i", "text=Ann", "--templates", str(templates_dir)]
+    # The test model has no prices: the cost limit cannot be enforced, and pydantic-ai says so.
+    with pytest.warns(CostNotFoundWarning):
+        code, _, err = run([*base, "--retries", "0", "--no-repair", "--max-requests", "1", "--max-cost", "0.01"])
+    assert 0 == code, err
+    code, _, err = run([*base, "--max-requests", "0"])
+    assert 1 == code
+    assert "configuration_error: Invalid `limits=`" in err

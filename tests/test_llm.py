@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import structlog
-from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template
+from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template, TemplateLimits
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -98,15 +98,102 @@ def test_logs_one_event_per_task_and_attempt() -> None:
 def test_missing_provider_package_says_what_to_install() -> None:
     """A provider SDK that is not installed is a configuration_error naming the extra to install."""
     from atomtask.handlers.base import ModelChoice
-    from atomtask.handlers.llm import ModelCall, _configuration_error
+    from atomtask.handlers.llm import _configuration_error
 
-    call = ModelCall(
-        template="t",
-        model=ModelChoice(spec="anthropic:claude-haiku-4-5", label="anthropic:claude-haiku-4-5", source="call"),
-        system=None,
-        prompt="p",
-        output_cls=None,
-    )
-    error = _configuration_error(call, ImportError("Please install the `anthropic` package"))
+    choice = ModelChoice(spec="anthropic:claude-haiku-4-5", label="anthropic:claude-haiku-4-5", source="call")
+    error = _configuration_error(choice, ImportError("Please install the `anthropic` package"))
     assert FailureReason.CONFIGURATION_ERROR == error.reason
     assert "install it with `pip install 'atomtask[anthropic]'`" in error.message
+
+
+def test_fallback_model_answers_after_the_first_exhausts_its_retries() -> None:
+    """Validation failures on the first model move on to the next; the ledger shows who answered."""
+    rec = Recorder({"name": "apple"}, {"name": "apple"})
+    system = system_for(rec.model)
+    system.register(
+        Template(
+            name="fallback",
+            instructions="give an item",
+            output_format=OutputFormat(type="json", schema="Item"),
+            fallbacks=["test"],
+            retries=1,
+        )
+    )
+    result = system.execute("fallback")
+    assert result.ok, result.error
+    assert ["function:recorder", "function:recorder", "test"] == [a.model for a in result.notes.attempts]
+    assert "test" == result.notes.model
+    assert ["function:recorder", "test"] == result.notes.models_tried
+    assert [1, 2, 3] == [a.index for a in result.notes.attempts]
+
+
+def test_per_call_retries_override_the_template() -> None:
+    """`retries=` on the call sets how many times the model is re-asked."""
+    rec = Recorder({"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"})
+    result = system_for(rec.model).execute("item", retries=3)
+    assert result.error is not None
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == result.error.reason
+    assert 4 == len(result.notes.attempts)
+    assert all(a.errors for a in result.notes.attempts)
+
+
+def test_request_limit_holds_across_fallbacks() -> None:
+    """Limits cover all attempts of all models: the fallback is not started when the budget is spent."""
+    rec = Recorder({"name": "a"}, {"name": "b"})
+    system = system_for(rec.model)
+    system.register(
+        Template(
+            name="budget",
+            instructions="give an item",
+            output_format=OutputFormat(type="json", schema="Item"),
+            fallbacks=["test"],
+            retries=1,
+            limits=TemplateLimits(requests=2),
+        )
+    )
+    result = system.execute("budget")
+    assert result.error is not None
+    assert FailureReason.USAGE_LIMIT_EXCEEDED == result.error.reason
+    assert "`requests` limit of 2" in result.error.message
+    assert "next attempt (model 'test')" in result.error.message
+    assert 2 == len(result.notes.attempts)
+    assert ["function:recorder"] == result.notes.models_tried
+
+
+def test_per_call_limits_tighten_the_template() -> None:
+    """`limits=` on the call applies with the template's, the stricter of each winning."""
+    rec = Recorder({"name": "a"}, {"name": "b"}, {"name": "c"})
+    result = system_for(rec.model).execute("item", retries=5, limits={"requests": 2})
+    assert result.error is not None
+    assert FailureReason.USAGE_LIMIT_EXCEEDED == result.error.reason
+    assert 2 == len(result.notes.attempts)
+
+
+def test_invalid_per_call_limits_are_a_configuration_error() -> None:
+    """A negative or unknown limit on the call fails before any model call, naming the fix."""
+    rec = Recorder()
+    result = system_for(rec.model).execute("item", limits={"requests": 0})
+    assert result.error is not None
+    assert FailureReason.CONFIGURATION_ERROR == result.error.reason
+    assert "limits=" in result.error.message
+    assert [] == rec.calls
+
+
+async def test_async_run_repairs_and_falls_back_like_the_sync_one() -> None:
+    """`execute_async` shares the fallback loop and the repair: same ledger as `execute`."""
+    rec = Recorder(("args", "{'name': 'apple', 'qty': 'x'}"), {"name": "apple"})
+    system = system_for(rec.model)
+    system.register(
+        Template(
+            name="fallback",
+            instructions="give an item",
+            output_format=OutputFormat(type="json", schema="Item"),
+            fallbacks=["test"],
+            retries=1,
+        )
+    )
+    result = await system.execute_async("fallback")
+    assert result.ok, result.error
+    assert ["function:recorder", "function:recorder", "test"] == [a.model for a in result.notes.attempts]
+    assert result.notes.attempts[0].parse_error is not None
+    assert "qty" in str(result.notes.attempts[0].errors)

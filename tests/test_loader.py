@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from atomtask import DuplicateNameError, SchemaError, TaskSystem, TemplateError
-from atomtask.system.loader import load_paths, load_yaml_text
+from atomtask.system.loader import load_yaml_text
 
 TEMPLATE = """\
 name: extract
@@ -111,29 +111,3 @@ def test_loading_twice_is_idempotent(templates_dir: Path) -> None:
     first = system.load(templates_dir)
     assert first == system.load(templates_dir)
     assert system.models.get("Contact") is TaskSystem(templates=templates_dir).models.get("Contact")
-
-
-def test_json_schema_and_python_declarations_are_read_with_locations() -> None:
-    """`{name, json_schema}` and `{name, python}` mappings are schema declarations pointing at their key."""
-    text = "- name: Money\n  json_schema: {type: number}\n- name: Person\n  python: app.schemas:Person\n"
-    declarations = load_yaml_text(text, "s.yaml")
-    (money,) = declarations.json_schemas
-    (person,) = declarations.python_schemas
-    assert ("Money", {"type": "number"}, "s.yaml:2:16") == (money.name, money.json_schema, str(money.location))
-    assert ("Person", "app.schemas:Person", "s.yaml:4:11") == (person.name, person.python, str(person.location))
-
-
-def test_invalid_json_schema_declaration_names_the_key() -> None:
-    """A JSON Schema declaration with a bad key is rejected at that key's line."""
-    with pytest.raises(SchemaError) as raised:
-        load_yaml_text("name: Money\njson_schema: {type: number}\ntitle: x\n", "s.yaml")
-    assert str(raised.value).startswith("s.yaml:3:")
-    assert "`title`: unknown key; valid keys: name, description, json_schema." in str(raised.value)
-
-
-def test_json_files_in_folders_are_schemas(tmp_path: Path) -> None:
-    """`.json` files in a folder are read as JSON Schemas named after the file."""
-    (tmp_path / "Money.json").write_text('{"type": "number"}')
-    declarations = load_paths([tmp_path])
-    assert ["Money"] == [d.name for d in declarations.json_schemas]
-    assert (tmp_path / "Money.json").resolve().as_uri() == declarations.json_schemas[0].base_uri

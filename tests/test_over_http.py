@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from atomtask import FailureReason, TaskSystem
+from atomtask import FailureReason, ProviderRetries, TaskSystem
 from atomtask.testing import FakeProviderServer, Reply
 
 pytestmark = pytest.mark.usefixtures("allow_model_requests")
@@ -26,7 +26,8 @@ def server() -> Iterator[FakeProviderServer]:
 
 @pytest.fixture
 def system(templates_dir: Path) -> TaskSystem:
-    return TaskSystem(templates=templates_dir)
+    # Provider faults are reported at once here; their retries are tested in test_ledger.py.
+    return TaskSystem(templates=templates_dir, provider_retries=ProviderRetries(attempts=0))
 
 
 def test_openai_chat_model_string_via_environment(

@@ -14,6 +14,7 @@ from atomtask import (
     SourceLocation,
     Template,
     TemplateError,
+    TemplateLimits,
     TemplateNotFoundError,
     TemplateRegistry,
 )
@@ -129,3 +130,11 @@ def test_python_class_can_be_the_schema(registry: TemplateRegistry) -> None:
     """An OutputFormat may name the class itself instead of a registered name."""
     registry.register(Template(name="t", instructions="x", output_format=OutputFormat(type="json", schema=Contact)))
     assert registry.compiled("t").output_cls is Contact
+
+
+def test_limits_tightest_takes_the_stricter_of_each() -> None:
+    """A call's limits and a template's combine field by field, the smaller winning, None meaning none."""
+    template = TemplateLimits(requests=5, total_tokens=1000)
+    call = TemplateLimits(requests=3, cost=0.5)
+    assert TemplateLimits(requests=3, total_tokens=1000, cost=0.5) == call.tightest(template)
+    assert call == call.tightest(None)

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 import structlog
 from atomtask.executors.rendering import RenderError, render
+from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.system.checks import CompiledTemplate
-from atomtask.system.errors import TemplateNotFoundError, UsageError, did_you_mean
+from atomtask.system.errors import ConfigurationError, TemplateNotFoundError, UsageError, did_you_mean
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system.template_registry import TemplateRegistry
+from atomtask.system.templates import TemplateLimits
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
@@ -32,6 +34,30 @@ log = structlog.get_logger()
 T = TypeVar("T")
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
+
+
+@attrs.frozen
+class _Overrides:
+    """What a single call overrides in its template."""
+
+    retries: int | None
+    limits: TemplateLimits | Mapping[str, Any] | None
+    repair: bool | None
+
+    def limits_for(self, template_limits: TemplateLimits | None) -> TemplateLimits | None:
+        if self.limits is None:
+            return template_limits
+        try:
+            call_limits = (
+                self.limits if isinstance(self.limits, TemplateLimits) else TemplateLimits.model_validate(self.limits)
+            )
+        except ValidationError as exc:
+            raise ConfigurationError(
+                f"Invalid `limits=` for this call: {exc.errors(include_url=False)[0]['msg']} "
+                f"({'.'.join(str(p) for p in exc.errors()[0]['loc'])}). Limits are positive numbers for "
+                "`requests`, `input_tokens`, `output_tokens`, `total_tokens` and `cost` (USD)."
+            ) from None
+        return call_limits.tightest(template_limits) if template_limits is not None else call_limits
 
 
 @attrs.frozen(kw_only=True)
@@ -56,6 +82,9 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -66,6 +95,9 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -75,10 +107,13 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task synchronously (pydantic-ai `run_sync` underneath); never raises for a failed task."""
-        prepared = self._prepare(name_or_request, inputs, model, expect)
+        prepared = self._prepare(name_or_request, inputs, model, expect, _Overrides(retries, limits, repair))
         if isinstance(prepared, TaskResult):
             return prepared
         return self._finish(prepared, self.manager.run_sync(prepared.call))
@@ -90,6 +125,9 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -100,6 +138,9 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -109,10 +150,13 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: bool | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task on the running event loop (pydantic-ai `run`); never raises for a failed task."""
-        prepared = self._prepare(name_or_request, inputs, model, expect)
+        prepared = self._prepare(name_or_request, inputs, model, expect, _Overrides(retries, limits, repair))
         if isinstance(prepared, TaskResult):
             return prepared
         return self._finish(prepared, await self.manager.run(prepared.call))
@@ -123,6 +167,7 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None,
         model: Model | str | None,
         expect: type[Any] | None,
+        overrides: _Overrides,
     ) -> _Prepared | TaskResult[Any]:
         started = time.perf_counter()
         if isinstance(name_or_request, SubtaskRequest):
@@ -175,6 +220,7 @@ class AtomicTaskExecutor:
             )
         try:
             choice = self.manager.handler.choose_model(call=model, template=template.model)
+            limits = overrides.limits_for(template.limits)
         except UsageError as exc:
             return _failed(name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message))
         if choice.notice is not None and not self._default_notice_logged:
@@ -187,8 +233,10 @@ class AtomicTaskExecutor:
             prompt=prompt,
             output_cls=compiled.output_cls,
             mode=compiled.output_mode,
-            retries=template.retries,
-            limits=template.limits,
+            retries=overrides.retries if overrides.retries is not None else template.retries,
+            limits=limits,
+            fallbacks=tuple(ModelChoice(spec=m, label=m, source="fallback") for m in template.fallbacks),
+            repair=overrides.repair if overrides.repair is not None else template.repair,
         )
         return _Prepared(compiled=compiled, call=call, started=started)
 
@@ -196,12 +244,13 @@ class AtomicTaskExecutor:
         call = prepared.call
         notes = TaskNotes(
             template=call.template,
-            model=call.model.label,
+            model=outcome.model or call.model.label,
             model_source=call.model.source,
             output_mode=call.mode.value if call.output_cls is not None else "text",
             duration_ms=(time.perf_counter() - prepared.started) * 1000,
             usage=outcome.usage,
             attempts=outcome.attempts,
+            models_tried=outcome.models_tried,
             default_model_notice=call.model.notice,
         )
         if outcome.error is not None:
@@ -210,14 +259,14 @@ class AtomicTaskExecutor:
                 template=call.template,
                 reason=outcome.error.reason.value,
                 attempts=len(outcome.attempts),
-                model=call.model.label,
+                model=notes.model,
             )
             return _Result(status=TaskStatus.FAILED, content=outcome.content, notes=notes, error=outcome.error)
         log.info(
             "task_completed",
             template=call.template,
             attempts=len(outcome.attempts),
-            model=call.model.label,
+            model=notes.model,
             duration_ms=round(notes.duration_ms, 2),
         )
         return _Result(status=TaskStatus.COMPLETE, content=outcome.content, parsedContent=outcome.output, notes=notes)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 from atomtask.system.errors import ConfigurationError
 from atomtask.system.providers import check_model_string, provider_of
+from atomtask.system.retry_policy import ProviderRetries
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -29,7 +30,7 @@ DEFAULT_MODEL_NOTICE = (
     "Set ATOMTASK_MODEL (e.g. openai-chat:gpt-4o-mini with OPENAI_API_KEY) or pass --model."
 )
 
-ModelSource = Literal["call", "template", "system", "environment", "default"]
+ModelSource = Literal["call", "template", "system", "environment", "default", "fallback"]
 
 
 @attrs.frozen(kw_only=True)
@@ -63,6 +64,7 @@ class BaseHandler:
             Without it, the SDK's own `OPENAI_BASE_URL` environment variable still applies.
         model_settings: pydantic-ai `ModelSettings` (temperature, max_tokens, timeout, ...).
         environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
+        provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
     """
 
     def __init__(
@@ -72,12 +74,14 @@ class BaseHandler:
         base_url: str | None = None,
         model_settings: ModelSettings | None = None,
         environ: Mapping[str, str] | None = None,
+        provider_retries: ProviderRetries | None = None,
     ) -> None:
         if isinstance(model, str):
             check_model_string(model, where="the TaskSystem configuration")
         self.model = model
         self.base_url = base_url
         self.model_settings = model_settings
+        self.provider_retries = provider_retries if provider_retries is not None else ProviderRetries()
         self._environ = environ if environ is not None else os.environ
         self._built: dict[str, Model] = {}
 

@@ -10,16 +10,16 @@ answer of every attempt and the usage are kept either way, read from the run's m
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
-import pydantic_core
 import structlog
 from atomtask.handlers.base import BaseHandler, ModelChoice
+from atomtask.handlers.ledger import ProviderRetry, RunState, feedback_errors, ledger_attempts, remaining_limits
 from atomtask.handlers.redact import redact
+from atomtask.handlers.repair import OutputRepair
 from atomtask.system.errors import UsageError
 from atomtask.system.providers import API_KEY_ENV, provider_of
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
@@ -34,10 +34,10 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfileSpec
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.settings import ModelSettings
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
@@ -59,6 +59,8 @@ class ModelCall:
     mode: OutputMode = OutputMode.TOOL
     retries: int | None = None
     limits: TemplateLimits | None = None
+    fallbacks: tuple[ModelChoice, ...] = ()
+    repair: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -70,67 +72,55 @@ class CallOutcome:
     attempts: list[Attempt]
     usage: UsageNotes
     error: TaskError | None = None
+    model: str | None = None
+    models_tried: list[str] = attrs.field(factory=list)
 
 
 class LLMInteractionManager:
-    """Builds, caches and runs pydantic-ai Agents for the `BaseHandler`'s models."""
+    """Builds, caches and runs pydantic-ai Agents for the `BaseHandler`'s models.
+
+    One call may run several Agents: the call's model first, then each fallback model when the
+    previous one exhausted its retries on invalid answers or failed at the provider. Limits hold
+    across all of them; the ledger of attempts covers all of them.
+    """
 
     def __init__(self, handler: BaseHandler) -> None:
         self.handler = handler
-        self._agents: dict[tuple[Any, ...], tuple[Agent[None, Any], Any]] = {}
+        self._agents: dict[tuple[Any, ...], tuple[Agent[RunState, Any], Any]] = {}
         self._lock = threading.Lock()
 
     def run_sync(self, call: ModelCall) -> CallOutcome:
-        """Run `call` with `Agent.run_sync`."""
-        prepared = self._prepare(call)
-        if isinstance(prepared, CallOutcome):
-            return prepared
-        agent, kwargs = prepared
-        with capture_run_messages() as messages:
-            try:
-                result = agent.run_sync(call.prompt, **kwargs)
-            except Exception as exc:  # every run failure becomes a FAILED result, never a raise
-                return self._failure(call, exc, messages)
-        return self._success(call, result.output, messages)
+        """Run `call` with `Agent.run_sync`, falling back model by model."""
+        run = _Run(self, call)
+        while (step := run.next_step()) is not None:
+            with capture_run_messages() as messages:
+                try:
+                    result = step.agent.run_sync(call.prompt, **step.kwargs)
+                except Exception as exc:  # every run failure becomes a FAILED result, never a raise
+                    run.failed(step, exc, messages)
+                    continue
+            run.succeeded(step, result.output, messages)
+        return run.outcome()
 
     async def run(self, call: ModelCall) -> CallOutcome:
-        """Run `call` with `await Agent.run`."""
-        prepared = self._prepare(call)
-        if isinstance(prepared, CallOutcome):
-            return prepared
-        agent, kwargs = prepared
-        with capture_run_messages() as messages:
-            try:
-                result = await agent.run(call.prompt, **kwargs)
-            except Exception as exc:  # every run failure becomes a FAILED result, never a raise
-                return self._failure(call, exc, messages)
-        return self._success(call, result.output, messages)
+        """Run `call` with `await Agent.run`, falling back model by model."""
+        run = _Run(self, call)
+        while (step := run.next_step()) is not None:
+            with capture_run_messages() as messages:
+                try:
+                    result = await step.agent.run(call.prompt, **step.kwargs)
+                except Exception as exc:  # every run failure becomes a FAILED result, never a raise
+                    run.failed(step, exc, messages)
+                    continue
+            run.succeeded(step, result.output, messages)
+        return run.outcome()
 
     def agent_count(self) -> int:
         """How many distinct Agents have been built (for tests of the cache)."""
         return len(self._agents)
 
-    def _prepare(self, call: ModelCall) -> tuple[Agent[None, Any], dict[str, Any]] | CallOutcome:
-        try:
-            agent = self._agent(call)
-        except Exception as exc:
-            return _outcome(_configuration_error(call, exc))
-        kwargs: dict[str, Any] = {"instructions": call.system}
-        if self.handler.model_settings is not None:
-            kwargs["model_settings"] = self.handler.model_settings
-        if call.retries is not None:
-            kwargs["retries"] = {"output": call.retries}
-        if call.limits is not None:
-            kwargs["usage_limits"] = UsageLimits(
-                request_limit=call.limits.requests,
-                input_tokens_limit=call.limits.input_tokens,
-                output_tokens_limit=call.limits.output_tokens,
-                total_tokens_limit=call.limits.total_tokens,
-            )
-        return agent, kwargs
-
-    def _agent(self, call: ModelCall) -> Agent[None, Any]:
-        spec = call.model.spec
+    def _agent(self, call: ModelCall, choice: ModelChoice) -> Agent[RunState, Any]:
+        spec = choice.spec
         model_key: Any = spec if isinstance(spec, str) else ("instance", id(spec))
         key = (model_key, call.output_cls, call.mode)
         cached = self._agents.get(key)
@@ -140,32 +130,133 @@ class LLMInteractionManager:
             cached = self._agents.get(key)
             if cached is not None:
                 return cached[0]
-            agent: Agent[None, Any] = Agent(
-                self.handler.build(call.model),
+            # The capabilities live on the cached Agent (cheap); each run's records go to its `deps`.
+            agent: Agent[RunState, Any] = Agent(
+                self.handler.build(choice),
                 output_type=output_spec(call.output_cls, call.mode),
                 name=f"atomtask:{call.template}",
+                deps_type=RunState,
+                capabilities=[_Reliability()],
+                model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
             )
             # The model instance is kept with its Agent so its id() cannot be reused by another.
             self._agents[key] = (agent, spec)
             return agent
 
-    def _success(self, call: ModelCall, output: Any, messages: Sequence[ModelMessage]) -> CallOutcome:
-        attempts = _attempts(messages)
-        _log_attempts(call, attempts)
-        content = attempts[-1].raw_output if attempts else None
-        return CallOutcome(output=output, content=content, attempts=attempts, usage=_total(attempts))
 
-    def _failure(self, call: ModelCall, exc: Exception, messages: Sequence[ModelMessage]) -> CallOutcome:
-        attempts = _attempts(messages)
+# The SDK clients pydantic-ai builds for these providers retry twice on their own; atomtask owns
+# retrying (`ProviderRetries`) so that every fault is in the ledger and the count is the user's.
+# `model_settings` given to the TaskSystem still override this.
+_SDK_RETRYING_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses", "anthropic", "groq"})
+_SDK_NO_RETRIES: ModelSettings = {"max_retries": 0}
+
+
+def _sdk_retries(choice: ModelChoice) -> bool:
+    return isinstance(choice.spec, str) and provider_of(choice.spec) in _SDK_RETRYING_PROVIDERS
+
+
+class _Reliability(ProviderRetry, OutputRepair):
+    """Provider-fault retries and output repair as one capability (each capability costs per run)."""
+
+
+@attrs.frozen(kw_only=True)
+class _Step:
+    choice: ModelChoice
+    agent: Agent[RunState, Any]
+    kwargs: dict[str, Any]
+    state: RunState
+
+
+class _Run:
+    """One call across its models: the ledger so far, the budget left, and the final outcome."""
+
+    def __init__(self, manager: LLMInteractionManager, call: ModelCall) -> None:
+        self.manager = manager
+        self.call = call
+        self.models = [call.model, *call.fallbacks]
+        self.attempts: list[Attempt] = []
+        self.tried: list[str] = []
+        self.output: Any = None
+        self.error: TaskError | None = None
+        self.done = False
+
+    def next_step(self) -> _Step | None:
+        """The next model's run, or None when the call is decided (answered, failed, or out of budget)."""
+        if self.done or len(self.tried) >= len(self.models):
+            return None
+        choice = self.models[len(self.tried)]
+        budget = remaining_limits(self.call.limits, _total(self.attempts))
+        if isinstance(budget, str):
+            self._finish(_budget_error(self.call, choice, budget, self.attempts))
+            return None
+        if self.tried:
+            log.info("task_fallback", template=self.call.template, model=choice.label, after=self.tried[-1])
+        self.tried.append(choice.label)
+        try:
+            agent = self.manager._agent(self.call, choice)
+        except Exception as exc:
+            self._finish(_configuration_error(choice, exc))
+            return None
+        state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
+        kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
+        if self.manager.handler.model_settings is not None:
+            kwargs["model_settings"] = self.manager.handler.model_settings
+        if self.call.retries is not None:
+            kwargs["retries"] = {"output": self.call.retries}
+        if budget is not None:
+            kwargs["usage_limits"] = budget
+        return _Step(choice=choice, agent=agent, kwargs=kwargs, state=state)
+
+    def succeeded(self, step: _Step, output: Any, messages: Sequence[ModelMessage]) -> None:
+        self._record(step, messages)
+        self.output = output
+        self._finish(None)
+
+    def failed(self, step: _Step, exc: Exception, messages: Sequence[ModelMessage]) -> None:
+        attempts = self._record(step, messages)
         final_errors = _final_errors(exc)
-        if final_errors is not None and attempts and not attempts[-1].errors:
+        answered = [a for a in attempts if a.fault is None]
+        if final_errors is not None and answered and not answered[-1].errors:
             # The answer that exhausted the retries draws no feedback message; its errors ride on
             # the exception's cause instead.
-            attempts[-1] = attempts[-1].model_copy(update={"errors": final_errors})
-        _log_attempts(call, attempts)
-        error = _map_error(call, exc, attempts)
-        content = attempts[-1].raw_output if attempts else None
-        return CallOutcome(output=None, content=content, attempts=attempts, usage=_total(attempts), error=error)
+            last = answered[-1]
+            self.attempts[last.index - 1] = last.model_copy(update={"errors": final_errors})
+        error = _map_error(self.call, step.choice, exc, self.attempts)
+        more = len(self.tried) < len(self.models)
+        if more and error.reason in (FailureReason.OUTPUT_VALIDATION_FAILURE, FailureReason.PROVIDER_ERROR):
+            log.warning("task_model_failed", template=self.call.template, model=step.choice.label, reason=error.reason)
+            self.error = error
+            return
+        self._finish(error)
+
+    def outcome(self) -> CallOutcome:
+        _log_attempts(self.call, self.attempts)
+        answered = [a for a in self.attempts if a.fault is None]
+        content = answered[-1].raw_output if answered else None
+        return CallOutcome(
+            output=self.output if self.error is None else None,
+            content=content,
+            attempts=self.attempts,
+            usage=_total(self.attempts),
+            error=self.error,
+            model=self.tried[-1] if self.tried else None,
+            models_tried=list(self.tried),
+        )
+
+    def _finish(self, error: TaskError | None) -> None:
+        self.error = error
+        self.done = True
+
+    def _record(self, step: _Step, messages: Sequence[ModelMessage]) -> list[Attempt]:
+        attempts = ledger_attempts(
+            messages,
+            model=step.choice.label,
+            mode=self.call.mode.value if self.call.output_cls is not None else "text",
+            state=step.state,
+            first_index=len(self.attempts) + 1,
+        )
+        self.attempts.extend(attempts)
+        return attempts
 
 
 def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
@@ -179,12 +270,8 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
     return ToolOutput(output_cls)
 
 
-def _outcome(error: TaskError) -> CallOutcome:
-    return CallOutcome(output=None, content=None, attempts=[], usage=UsageNotes(), error=error)
-
-
-def _configuration_error(call: ModelCall, exc: Exception) -> TaskError:
-    label = call.model.label
+def _configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
+    label = choice.label
     if isinstance(exc, ImportError):
         provider = provider_of(label) or label
         install = (
@@ -200,8 +287,19 @@ def _configuration_error(call: ModelCall, exc: Exception) -> TaskError:
     return TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label})
 
 
-def _map_error(call: ModelCall, exc: Exception, attempts: list[Attempt]) -> TaskError:
-    label = call.model.label
+def _budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: list[Attempt]) -> TaskError:
+    models = sorted({a.model for a in attempts if a.model})
+    return TaskError(
+        reason=FailureReason.USAGE_LIMIT_EXCEEDED,
+        message=f"The next attempt (model {choice.label!r}) would exceed {exceeded} of template {call.template!r}, "
+        f"after {len(attempts)} attempt(s) on {', '.join(map(repr, models)) or 'no model'}. Raise the "
+        "template's `limits` (or the call's `limits=`) if this is expected; every attempt is in `notes.attempts`.",
+        details={"model": choice.label, "limits": call.limits.model_dump() if call.limits else None},
+    )
+
+
+def _map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: list[Attempt]) -> TaskError:
+    label = choice.label
     provider = provider_of(label) or label
     if isinstance(exc, UsageLimitExceeded):
         return TaskError(
@@ -228,7 +326,7 @@ def _map_error(call: ModelCall, exc: Exception, attempts: list[Attempt]) -> Task
             details={"provider": provider, "model": label, "status": None, "error_type": type(exc).__name__},
         )
     if isinstance(exc, UnexpectedModelBehavior):
-        invalid = [a for a in attempts if a.errors]
+        invalid = [a for a in attempts if a.errors and a.model == label]
         if invalid:
             last = _describe_errors(invalid[-1].errors)
             return TaskError(
@@ -238,7 +336,7 @@ def _map_error(call: ModelCall, exc: Exception, attempts: list[Attempt]) -> Task
                     f"{call.template!r}; last errors: {last}. Raise `retries`, tighten the instructions, or "
                     "use a stronger model; every raw answer is in `notes.attempts`."
                 ),
-                details={"model": label, "attempts": len(attempts)},
+                details={"model": label, "attempts": len(invalid)},
             )
         return TaskError(
             reason=FailureReason.PROVIDER_ERROR,
@@ -246,7 +344,7 @@ def _map_error(call: ModelCall, exc: Exception, attempts: list[Attempt]) -> Task
             details={"model": label, "provider": provider, "status": None},
         )
     if isinstance(exc, UserError):
-        return _configuration_error(call, exc)
+        return _configuration_error(choice, exc)
     log.exception("task_unexpected_error", template=call.template, model=label)
     return TaskError(
         reason=FailureReason.UNEXPECTED_ERROR,
@@ -280,68 +378,13 @@ def _describe_errors(errors: list[dict[str, Any]] | str | None) -> str:
     return "; ".join(parts) + more
 
 
-def _attempts(messages: Sequence[ModelMessage]) -> list[Attempt]:
-    """One `Attempt` per model response, with the retry feedback that followed it."""
-    attempts: list[Attempt] = []
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            raw, tool = _raw_output(message)
-            usage = message.usage
-            attempts.append(
-                Attempt(
-                    index=len(attempts) + 1,
-                    model=message.model_name,
-                    raw_output=raw,
-                    tool_name=tool,
-                    usage=UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
-                )
-            )
-        elif isinstance(message, ModelRequest) and attempts:
-            # Validation feedback travels as a retried tool return (tool output) or a retry
-            # feedback part (text output); both carry `retry` info and the error details.
-            retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
-            if retried:
-                attempts[-1] = attempts[-1].model_copy(
-                    update={"errors": _errors([getattr(p, "content", None) for p in retried])}
-                )
-    return attempts
-
-
-def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
-    for part in response.parts:
-        if isinstance(part, ToolCallPart):
-            # Arguments exactly as the model sent them when they arrived as text.
-            raw = part.args if isinstance(part.args, str) else json.dumps(part.args, ensure_ascii=False)
-            return raw, part.tool_name
-    texts = [part.content for part in response.parts if isinstance(part, TextPart)]
-    return ("".join(texts) if texts else None), None
-
-
 def _final_errors(exc: BaseException) -> list[dict[str, Any]] | None:
     cause = exc.__cause__
     if isinstance(cause, ValidationError):
-        return _errors([list(cause.errors(include_url=False))])
+        return feedback_errors([list(cause.errors(include_url=False))])
     if isinstance(cause, ToolRetryError):
-        return _errors([cause.tool_retry.content])
+        return feedback_errors([cause.tool_retry.content])
     return None
-
-
-def _errors(contents: Sequence[Any]) -> list[dict[str, Any]]:
-    collected: list[dict[str, Any]] = []
-    for content in contents:
-        if not isinstance(content, list):
-            collected.append({"type": "retry", "loc": [], "msg": str(content)})
-            continue
-        for err in content:
-            item = {
-                "type": err.get("type", "error"),
-                "loc": list(err.get("loc", ())),
-                "msg": err.get("msg", ""),
-            }
-            if "input" in err:
-                item["input"] = pydantic_core.to_jsonable_python(err["input"], fallback=repr)
-            collected.append(item)
-    return collected
 
 
 def _total(attempts: list[Attempt]) -> UsageNotes:

@@ -47,6 +47,8 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
     where = f"template {template.name!r}"
     if template.model is not None:
         check_model_string(template.model, where=where, location=template.location_of("model"))
+    for fallback in template.fallbacks:
+        check_model_string(fallback, where=f"the `fallbacks` of {where}", location=template.location_of("fallbacks"))
     annotations = {name: _param_annotation(template, name, spec.type, models) for name, spec in template.params.items()}
     defaults = _check_defaults(template, annotations)
     system_ph = _check_placeholders(template, "system", annotations) if template.system else []

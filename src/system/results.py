@@ -55,11 +55,12 @@ class TaskError(BaseModel):
 
 
 class UsageNotes(BaseModel):
-    """Tokens and requests, summed the way pydantic-ai counts them."""
+    """Tokens, requests and cost (USD, when the provider's prices are known), summed like pydantic-ai."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -70,22 +71,35 @@ class UsageNotes(BaseModel):
             requests=self.requests + other.requests,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cost=None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0),
         )
 
 
 class Attempt(BaseModel):
-    """One model call: what it answered, and the validation errors that answer drew, if any."""
+    """One model call: what it answered, what was repaired, and the errors it drew, if any.
+
+    `model` is the model that answered (or failed), `output_mode` how it was asked; `repairs` lists
+    the local repairs that made the answer valid without a retry; `parse_error` says what was wrong
+    with the JSON as sent; `errors` are the validation errors fed back to the model; `fault` is a
+    provider failure (HTTP status, timeout, dropped connection) for a request that got no answer.
+    """
 
     index: int
     model: str | None = None
+    output_mode: str | None = None
     raw_output: str | None = None
     tool_name: str | None = None
+    repairs: list[str] = Field(default_factory=list)
+    parse_error: str | None = None
     errors: list[dict[str, Any]] | str | None = None
+    fault: str | None = None
+    status: int | None = None
     usage: UsageNotes = Field(default_factory=UsageNotes)
+    duration_ms: float | None = None
 
     @property
     def valid(self) -> bool:
-        return not self.errors
+        return not self.errors and self.fault is None
 
 
 class TaskNotes(BaseModel):
@@ -98,6 +112,7 @@ class TaskNotes(BaseModel):
     duration_ms: float = 0.0
     usage: UsageNotes = Field(default_factory=UsageNotes)
     attempts: list[Attempt] = Field(default_factory=list)
+    models_tried: list[str] = Field(default_factory=list)
     default_model_notice: str | None = None
 
 

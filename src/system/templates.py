@@ -88,7 +88,11 @@ class OutputFormat(BaseModel):
 
 
 class TemplateLimits(BaseModel):
-    """Usage limits for one task run, across all of its attempts (pydantic-ai `UsageLimits`)."""
+    """Usage limits for one task run, across all of its attempts and fallback models.
+
+    `cost` is in USD and is enforced where the provider's prices are known (pydantic-ai's
+    genai-prices data); a model without known prices reports no cost and is not stopped by it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -96,6 +100,19 @@ class TemplateLimits(BaseModel):
     input_tokens: int | None = Field(default=None, ge=1)
     output_tokens: int | None = Field(default=None, ge=1)
     total_tokens: int | None = Field(default=None, ge=1)
+    cost: float | None = Field(default=None, gt=0)
+
+    def tightest(self, other: TemplateLimits | None) -> TemplateLimits:
+        """Each limit the stricter of `self` and `other` (a template's limits and a call's)."""
+        if other is None:
+            return self
+        merged = {
+            name: min(values)
+            if (values := [v for v in (getattr(self, name), getattr(other, name)) if v is not None])
+            else None
+            for name in type(self).model_fields
+        }
+        return TemplateLimits(**merged)
 
 
 @attrs.frozen(kw_only=True)
@@ -170,8 +187,10 @@ class Template(BaseModel):
     instructions: str
     output_format: OutputFormat = Field(default_factory=OutputFormat)
     model: str | None = None
+    fallbacks: list[str] = Field(default_factory=list)
     retries: int | None = Field(default=None, ge=0, le=20)
     limits: TemplateLimits | None = None
+    repair: bool = True
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)

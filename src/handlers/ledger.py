@@ -1,0 +1,239 @@
+"""The ledger of one task: every attempt, repair and provider fault, and the budget left.
+
+`ProviderRetry` is a pydantic-ai capability that records every provider fault (HTTP 429/5xx,
+timeouts, refused or dropped connections, truncated streams) and retries a transient one with
+exponential backoff (honouring `Retry-After`) through the supported `RetryModelRequest` signal, up
+to `ProviderRetries.attempts` times. atomtask's capabilities sit on the cached Agent (a per-run
+capability costs ~10% of a run); what one run records goes into its `RunState`, passed as `deps`.
+Failed requests are not paid for, but they are part of the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import attrs
+import pydantic_core
+from atomtask.handlers.redact import redact
+from atomtask.system.results import Attempt, UsageNotes
+from atomtask.system.retry_policy import ProviderRetries
+from atomtask.system.templates import TemplateLimits
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRateLimitError,
+    ModelRequestTimeout,
+    ModelServerError,
+    ModelUnavailableError,
+    RetryModelRequest,
+)
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.usage import UsageLimits
+
+__all__ = [
+    "Fault",
+    "ProviderRetries",
+    "ProviderRetry",
+    "RunState",
+    "feedback_errors",
+    "is_transient",
+    "ledger_attempts",
+    "remaining_limits",
+    "run_state",
+]
+
+_TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, ModelRequestTimeout)
+
+
+def is_transient(error: BaseException) -> bool:
+    """A provider fault worth retrying: rate limits, server errors, timeouts, connection trouble."""
+    return isinstance(error, _TRANSIENT)
+
+
+@attrs.frozen(kw_only=True)
+class Fault:
+    """One model request that failed at the provider (no answer, nothing paid)."""
+
+    after_response: int
+    error_type: str
+    status: int | None
+    message: str
+    retried: bool
+
+
+@attrs.define(kw_only=True)
+class RunState:
+    """What one run records beyond its messages; passed as the run's `deps` to atomtask's capabilities."""
+
+    retries: ProviderRetries = attrs.field(factory=ProviderRetries)
+    repair: bool = True
+    repairs: dict[int, list[str]] = attrs.field(factory=dict)
+    syntax_errors: dict[int, str] = attrs.field(factory=dict)
+    faults: list[Fault] = attrs.field(factory=list)
+
+
+def run_state(ctx: RunContext[Any], fallback: RunState) -> RunState:
+    """The run's own `RunState` when atomtask runs the agent, else the capability's."""
+    deps = ctx.deps
+    return deps if isinstance(deps, RunState) else fallback
+
+
+class ProviderRetry(AbstractCapability[Any]):
+    """A pydantic-ai capability: retry transient provider faults with backoff, and record every fault.
+
+    Retries go through pydantic-ai's `RetryModelRequest` signal, so the run stays on the same step
+    and the model never sees the failed attempt.
+    """
+
+    def __init__(self, retries: ProviderRetries | None = None) -> None:
+        self.state = RunState(retries=retries or ProviderRetries())
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        state = run_state(ctx, self.state)
+        answered = sum(isinstance(m, ModelResponse) for m in ctx.messages)
+        retry = sum(f.after_response == answered for f in state.faults) + 1
+        transient = is_transient(error) and retry <= state.retries.attempts
+        state.faults.append(
+            Fault(
+                after_response=answered,
+                error_type=type(error).__name__,
+                status=error.status_code if isinstance(error, ModelHTTPError) else None,
+                message=redact(str(error))[:500],
+                retried=transient,
+            )
+        )
+        if not transient:
+            raise error
+        retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
+        delay = state.retries.delay(retry, retry_after)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        raise RetryModelRequest()
+
+
+def ledger_attempts(
+    messages: Sequence[ModelMessage],
+    *,
+    model: str,
+    mode: str,
+    state: RunState,
+    first_index: int = 1,
+) -> list[Attempt]:
+    """One `Attempt` per model response and per provider fault of one run, in the order they happened."""
+    answered: list[dict[str, Any]] = []
+    sent_at: datetime | None = None
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            number = len(answered) + 1
+            raw, tool = _raw_output(message)
+            usage = message.usage
+            answered.append(
+                {
+                    "raw_output": raw,
+                    "tool_name": tool,
+                    "repairs": state.repairs.get(number, []),
+                    "parse_error": state.syntax_errors.get(number),
+                    "usage": UsageNotes(
+                        requests=1,
+                        input_tokens=usage.input_tokens,
+                        output_tokens=usage.output_tokens,
+                        cost=_cost(message),
+                    ),
+                    # From the request's creation to the answer, provider retries included.
+                    "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
+                }
+            )
+        elif isinstance(message, ModelRequest):
+            sent_at = message.timestamp
+            # Validation feedback travels as a retried tool return (tool output) or a retry
+            # feedback part (text output); both carry `retry` info and the error details.
+            retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
+            if retried and answered:
+                answered[-1]["errors"] = feedback_errors([getattr(p, "content", None) for p in retried])
+    entries: list[dict[str, Any]] = []
+    for position in range(len(answered) + 1):
+        for fault in state.faults:
+            if fault.after_response == position:
+                entries.append({"fault": f"{fault.error_type}: {fault.message}", "status": fault.status})
+        if position < len(answered):
+            entries.append(answered[position])
+    return [Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)]
+
+
+def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            # Arguments exactly as the model sent them when they arrived as text.
+            raw = part.args if isinstance(part.args, str) else json.dumps(part.args, ensure_ascii=False)
+            return raw, part.tool_name
+    texts = [part.content for part in response.parts if isinstance(part, TextPart)]
+    return ("".join(texts) if texts else None), None
+
+
+def _cost(response: ModelResponse) -> float | None:
+    # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
+    cost = response.usage.cost
+    return float(cost) if cost is not None else None
+
+
+def feedback_errors(contents: Sequence[Any]) -> list[dict[str, Any]]:
+    """The validation errors (or retry message) fed back to the model, as plain dicts."""
+    collected: list[dict[str, Any]] = []
+    for content in contents:
+        if not isinstance(content, list):
+            collected.append({"type": "retry", "loc": [], "msg": str(content)})
+            continue
+        for err in content:
+            item = {
+                "type": err.get("type", "error"),
+                "loc": list(err.get("loc", ())),
+                "msg": err.get("msg", ""),
+            }
+            if "input" in err:
+                item["input"] = pydantic_core.to_jsonable_python(err["input"], fallback=repr)
+            collected.append(item)
+    return collected
+
+
+def remaining_limits(limits: TemplateLimits | None, spent: UsageNotes) -> UsageLimits | str | None:
+    """pydantic-ai limits for the next run given what was `spent`; a description when one is used up."""
+    if limits is None:
+        return None
+    left: dict[str, float | int | None] = {}
+    for name, used in (
+        ("requests", spent.requests),
+        ("input_tokens", spent.input_tokens),
+        ("output_tokens", spent.output_tokens),
+        ("total_tokens", spent.total_tokens),
+        ("cost", spent.cost or 0.0),
+    ):
+        limit = getattr(limits, name)
+        if limit is None:
+            left[name] = None
+            continue
+        if used >= limit:
+            return f"the `{name}` limit of {limit} ({used:g} used)"
+        left[name] = limit - used
+    cost = left["cost"]
+    return UsageLimits(
+        request_limit=_int(left["requests"]),
+        input_tokens_limit=_int(left["input_tokens"]),
+        output_tokens_limit=_int(left["output_tokens"]),
+        total_tokens_limit=_int(left["total_tokens"]),
+        cost_limit=Decimal(str(cost)) if cost is not None else None,
+    )
+
+
+def _int(value: float | int | None) -> int | None:
+    return None if value is None else int(value)
