@@ -5,8 +5,9 @@ Everything public is importable from here; `__all__` is pinned by a test.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
@@ -88,19 +89,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'atomtask' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -144,3 +132,5 @@ __all__ = [
     "UsageNotes",
     "__version__",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

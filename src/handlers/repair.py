@@ -22,6 +22,7 @@ import attrs
 import json_repair
 from atomtask.handlers.json_scan import CLOSER, content_problem, first_opener, scan, truncation_problem
 from atomtask.handlers.ledger import RunState, run_state
+from atomtask.system.types import strip_optional
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -178,8 +179,8 @@ def _shape(value: Any, cls: type[BaseModel], changes: list[str]) -> Any:
         if isinstance(inner, dict) and _is_model(item) and _fits(item, inner):
             changes.append(f"wrapped the single object in a list for field {name!r}")
             shaped[key] = [inner]
-        elif _is_model(_strip_optional(field.annotation)) and isinstance(inner, dict | list):
-            shaped[key] = _shape(inner, _strip_optional(field.annotation), changes)
+        elif _is_model(strip_optional(field.annotation)) and isinstance(inner, dict | list):
+            shaped[key] = _shape(inner, strip_optional(field.annotation), changes)
     return shaped
 
 
@@ -188,17 +189,8 @@ def _key(cls: type[BaseModel], name: str) -> str:
     return alias if isinstance(alias, str) else name
 
 
-def _strip_optional(annotation: Any) -> Any:
-    args = typing.get_args(annotation)
-    if args and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return rest[0]
-    return annotation
-
-
 def _list_item(annotation: Any) -> Any:
-    annotation = _strip_optional(annotation)
+    annotation = strip_optional(annotation)
     if typing.get_origin(annotation) is list:
         args = typing.get_args(annotation)
         return args[0] if args else Any

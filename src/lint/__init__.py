@@ -12,8 +12,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from atomtask.lint.engine import CheckReport, check
@@ -31,15 +32,4 @@ _EXPORTS = {
     "Severity": "atomtask.lint.findings",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'atomtask.lint' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

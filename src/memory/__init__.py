@@ -6,8 +6,9 @@ rest loads on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from atomtask.memory.memory_system import MemorySystem
@@ -29,19 +30,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'atomtask.memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "AssociativeMatchResult",
     "Document",
@@ -54,3 +42,5 @@ __all__ = [
     "default_memory_path",
     "fts_query",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

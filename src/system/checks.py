@@ -143,7 +143,7 @@ def _check_field_path(template: Template, ph: Placeholder, annotation: Any, loca
     """`{{p.a.b}}` must walk fields that exist, as far as the declared types tell."""
     current = annotation
     for depth, field in enumerate(ph.path):
-        current = _strip_optional(current)
+        current = type_strings.strip_optional(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
             fields = current.model_fields
             if field not in fields:
@@ -168,15 +168,6 @@ def _check_field_path(template: Template, ph: Placeholder, annotation: Any, loca
 
 def _is_union(annotation: Any) -> bool:
     return typing.get_origin(annotation) in (typing.Union, types.UnionType)
-
-
-def _strip_optional(annotation: Any) -> Any:
-    args = typing.get_args(annotation)
-    if args and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return rest[0]
-    return annotation
 
 
 def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel] | None:

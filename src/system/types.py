@@ -42,6 +42,7 @@ __all__ = [
     "is_optional",
     "parse_type",
     "referenced_names",
+    "strip_optional",
     "to_annotation",
 ]
 
@@ -541,6 +542,16 @@ def referenced_names(expr: TypeExpr) -> set[str]:
             return set().union(*(referenced_names(o) for o in options))
         case _:
             return set()
+
+
+def strip_optional(annotation: Any) -> Any:
+    """`X` for an annotation `X | None` (with a single `X`); any other annotation unchanged."""
+    args = typing.get_args(annotation)
+    if args and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation
 
 
 def is_optional(expr: TypeExpr) -> bool:
