@@ -47,18 +47,21 @@ def _parser() -> argparse.ArgumentParser:
             help="template file or folder (repeatable; default: ./templates if present, else the shipped templates)",
         )
 
+    def with_inputs_and_model(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "-i",
+            "--input",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"{what}: key=text, key=@file (the file's text), or key:=json (a JSON value)",
+        )
+        p.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
+        p.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+
     run = sub.add_parser("run", help="execute a template and print its validated output as JSON")
     run.add_argument("name", help="template name")
-    run.add_argument(
-        "-i",
-        "--input",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an input: key=text, key=@file (the file's text), or key:=json (a JSON value)",
-    )
-    run.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
-    run.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    with_inputs_and_model(run, "an input")
     run.add_argument("--result", action="store_true", help="print the whole TaskResult as JSON")
     run.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
     run.add_argument("--no-repair", action="store_true", help="do not repair malformed output locally")
@@ -74,16 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "Each -i input is bound as a variable of that name in the script.",
     )
     ev.add_argument("file", metavar="FILE.sexp", help="the script to evaluate")
-    ev.add_argument(
-        "-i",
-        "--input",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="bind a variable: key=text, key=@file (the file's text), or key:=json (a JSON value)",
-    )
-    ev.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
-    ev.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    with_inputs_and_model(ev, "bind a variable")
     with_templates(ev)
 
     lst = sub.add_parser("list", help="list the registered templates")
