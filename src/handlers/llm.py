@@ -21,7 +21,7 @@ from atomtask.handlers.ledger import ProviderRetry, RunState, feedback_errors, l
 from atomtask.handlers.redact import redact
 from atomtask.handlers.repair import OutputRepair
 from atomtask.system.errors import UsageError
-from atomtask.system.providers import API_KEY_ENV, provider_of
+from atomtask.system.providers import API_KEY_ENV, SDK_RETRYING_PROVIDERS, install_command, provider_of
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
 from atomtask.system.templates import OutputMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
@@ -42,9 +42,6 @@ from pydantic_ai.settings import ModelSettings
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
 log = structlog.get_logger()
-
-# Providers whose SDK one of atomtask's extras installs (the OpenAI SDK serves every OpenAI-compatible one).
-_SDK_EXTRAS = {"openai": "openai", "openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 
 
 @attrs.frozen(kw_only=True)
@@ -134,7 +131,8 @@ class LLMInteractionManager:
             agent: Agent[RunState, Any] = Agent(
                 self.handler.build(choice),
                 output_type=output_spec(call.output_cls, call.mode),
-                name=f"atomtask:{call.template}",
+                # Shared by every template with this model and output, so named after the output.
+                name=f"atomtask:{call.output_cls.__name__ if call.output_cls is not None else 'text'}",
                 deps_type=RunState,
                 capabilities=[_Reliability()],
                 model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
@@ -144,15 +142,13 @@ class LLMInteractionManager:
             return agent
 
 
-# The SDK clients pydantic-ai builds for these providers retry twice on their own; atomtask owns
-# retrying (`ProviderRetries`) so that every fault is in the ledger and the count is the user's.
-# `model_settings` given to the TaskSystem still override this.
-_SDK_RETRYING_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses", "anthropic", "groq"})
+# atomtask owns retrying (`ProviderRetries`) so that every fault is in the ledger and the count is the
+# user's; `model_settings` given to the TaskSystem still override this.
 _SDK_NO_RETRIES: ModelSettings = {"max_retries": 0}
 
 
 def _sdk_retries(choice: ModelChoice) -> bool:
-    return isinstance(choice.spec, str) and provider_of(choice.spec) in _SDK_RETRYING_PROVIDERS
+    return isinstance(choice.spec, str) and provider_of(choice.spec) in SDK_RETRYING_PROVIDERS
 
 
 class _Reliability(ProviderRetry, OutputRepair):
@@ -273,13 +269,10 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
 def _configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
     label = choice.label
     if isinstance(exc, ImportError):
-        provider = provider_of(label) or label
-        install = (
-            f"pip install 'atomtask[{_SDK_EXTRAS[provider]}]'"
-            if provider in _SDK_EXTRAS
-            else f"pip install 'pydantic-ai-slim[{provider}]'"
+        message = (
+            f"Model {label!r} needs a provider package that is not installed; "
+            f"install it with `{install_command(label)}`."
         )
-        message = f"Model {label!r} needs a provider package that is not installed; install it with `{install}`."
     elif isinstance(exc, UsageError):
         message = exc.message
     else:

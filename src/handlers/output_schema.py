@@ -14,6 +14,7 @@ from typing import Any
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import output_spec, probe_request
 from atomtask.system.errors import ConfigurationError
+from atomtask.system.providers import install_command
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
 from pydantic_ai.models import Model, infer_model_profile
@@ -35,7 +36,7 @@ def _profile(choice: ModelChoice) -> ModelProfileSpec | None:
     except ImportError as exc:
         raise ConfigurationError(
             f"Model {spec!r} needs a provider package that is not installed ({exc.name or exc}) to know how it "
-            "receives schemas; install its extra (e.g. `pip install 'atomtask[openai]'`) or omit `--model`."
+            f"receives schemas; install it with `{install_command(spec)}`, or omit `--model`."
         ) from None
 
 

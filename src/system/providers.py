@@ -11,7 +11,14 @@ from typing import get_args
 
 from atomtask.system.errors import ConfigurationError, SourceLocation, did_you_mean, near_names
 
-__all__ = ["API_KEY_ENV", "check_model_string", "known_providers", "provider_of"]
+__all__ = [
+    "API_KEY_ENV",
+    "SDK_RETRYING_PROVIDERS",
+    "check_model_string",
+    "install_command",
+    "known_providers",
+    "provider_of",
+]
 
 # Providers that pydantic-ai's `infer_model` routes explicitly but that no known model name uses.
 _ROUTED_ONLY = frozenset({"openai-responses", "azure-responses", "openai-chatgpt", "openai-codex", "system-one"})
@@ -35,6 +42,21 @@ API_KEY_ENV: dict[str, str] = {
     "huggingface": "HF_TOKEN",
     "moonshotai": "MOONSHOTAI_API_KEY",
 }
+
+
+# Providers whose SDK one of atomtask's extras installs (the OpenAI SDK serves every OpenAI-compatible one).
+_SDK_EXTRAS = {"openai": "openai", "openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+
+# The SDK clients pydantic-ai builds for these providers retry on their own (twice, by default).
+SDK_RETRYING_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses", "anthropic", "groq"})
+
+
+def install_command(model: str) -> str:
+    """The `pip install ...` that provides the SDK a model string's provider needs."""
+    provider = provider_of(model) or model
+    if provider in _SDK_EXTRAS:
+        return f"pip install 'atomtask[{_SDK_EXTRAS[provider]}]'"
+    return f"pip install 'pydantic-ai-slim[{provider}]'"
 
 
 @functools.cache
