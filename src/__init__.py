@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from atomtask.handlers.base import BaseHandler, ModelChoice
     from atomtask.handlers.llm import LLMInteractionManager
     from atomtask.handlers.repair import OutputRepair
+    from atomtask.loading.template_registry import TemplateRegistry
     from atomtask.memory.memory_system import MemorySystem
-    from atomtask.memory.models import AssociativeMatchResult, MatchItem
     from atomtask.memory.results import MemoryContext
+    from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
+    from atomtask.schemas.model_registry import ModelRegistry
     from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError
     from atomtask.system.errors import (
         AtomTaskError,
@@ -24,31 +26,29 @@ if TYPE_CHECKING:
         DuplicateNameError,
         SchemaError,
         SourceLocation,
-        TaskFailedError,
         TemplateError,
         TemplateNotFoundError,
         UsageError,
     )
-    from atomtask.system.model_registry import ModelRegistry
     from atomtask.system.requests import SubtaskRequest
     from atomtask.system.results import (
         Attempt,
         FailureReason,
         TaskError,
+        TaskFailedError,
         TaskNotes,
         TaskResult,
         TaskStatus,
         UsageNotes,
     )
     from atomtask.system.retry_policy import ProviderRetries
-    from atomtask.system.template_registry import TemplateRegistry
     from atomtask.system.templates import OutputFormat, OutputMode, ParamSpec, Template, TemplateLimits
     from atomtask.task_system import TaskSystem
 
 # Names load on first use, so `atomtask --help` and `import atomtask.cli` do not import
 # pydantic-ai (and through it nothing heavy) until a task is actually run.
 _EXPORTS: dict[str, str] = {
-    "AssociativeMatchResult": "atomtask.memory.models",
+    "AssociativeMatchResult": "atomtask.schemas.builtins",
     "AtomTaskError": "atomtask.system.errors",
     "AtomicTaskExecutor": "atomtask.executors.atomic",
     "Attempt": "atomtask.system.results",
@@ -57,11 +57,11 @@ _EXPORTS: dict[str, str] = {
     "DuplicateNameError": "atomtask.system.errors",
     "FailureReason": "atomtask.system.results",
     "LLMInteractionManager": "atomtask.handlers.llm",
-    "MatchItem": "atomtask.memory.models",
+    "MatchItem": "atomtask.schemas.builtins",
     "MemoryContext": "atomtask.memory.results",
     "MemorySystem": "atomtask.memory.memory_system",
     "ModelChoice": "atomtask.handlers.base",
-    "ModelRegistry": "atomtask.system.model_registry",
+    "ModelRegistry": "atomtask.schemas.model_registry",
     "OutputFormat": "atomtask.system.templates",
     "OutputMode": "atomtask.system.templates",
     "OutputRepair": "atomtask.handlers.repair",
@@ -74,7 +74,7 @@ _EXPORTS: dict[str, str] = {
     "SourceLocation": "atomtask.system.errors",
     "SubtaskRequest": "atomtask.system.requests",
     "TaskError": "atomtask.system.results",
-    "TaskFailedError": "atomtask.system.errors",
+    "TaskFailedError": "atomtask.system.results",
     "TaskNotes": "atomtask.system.results",
     "TaskResult": "atomtask.system.results",
     "TaskStatus": "atomtask.system.results",
@@ -83,7 +83,7 @@ _EXPORTS: dict[str, str] = {
     "TemplateError": "atomtask.system.errors",
     "TemplateLimits": "atomtask.system.templates",
     "TemplateNotFoundError": "atomtask.system.errors",
-    "TemplateRegistry": "atomtask.system.template_registry",
+    "TemplateRegistry": "atomtask.loading.template_registry",
     "UsageError": "atomtask.system.errors",
     "UsageNotes": "atomtask.system.results",
 }

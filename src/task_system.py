@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from atomtask.executors.atomic import AtomicTaskExecutor
 from atomtask.handlers.base import BaseHandler
 from atomtask.handlers.llm import LLMInteractionManager
-from atomtask.memory.models import BUILTIN_SCHEMAS
-from atomtask.system.loader import Declarations, load_paths
-from atomtask.system.model_registry import ModelRegistry
+from atomtask.loading.declarations import Declarations
+from atomtask.loading.readers import load_paths
+from atomtask.loading.template_registry import TemplateRegistry
+from atomtask.schemas.builtins import BUILTIN_SCHEMAS
+from atomtask.schemas.fields import build_models
+from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import TaskResult
 from atomtask.system.retry_policy import ProviderRetries
-from atomtask.system.schemas import build_models
-from atomtask.system.template_registry import TemplateRegistry
 from atomtask.system.templates import Template, TemplateLimits
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class TaskSystem:
     def register_declarations(self, declarations: Declarations) -> list[str]:
         """Register already-read schemas and templates (what `load` does after reading files)."""
         if declarations.json_schemas or declarations.python_schemas:
-            from atomtask.system.schema_sources import register_schema_sources
+            from atomtask.schemas.sources import register_schema_sources
 
             register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
         if declarations.schemas:

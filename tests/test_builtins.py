@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from atomtask import AssociativeMatchResult, MatchItem, TaskSystem
-from atomtask.memory.models import BUILTIN_SCHEMAS
+from atomtask.schemas.builtins import BUILTIN_SCHEMAS
 from pydantic import ValidationError
 
 from tests.helpers import Recorder

@@ -16,9 +16,9 @@ from atomtask import (
     Template,
     TemplateError,
 )
+from atomtask.loading.yaml_files import load_yaml_text
 from atomtask.sexp.defatom import TEMPLATE_CLAUSES, StringOrigin, schema_from_form, template_from_form
 from atomtask.sexp.reader import SList, read
-from atomtask.system.loader import load_yaml_text
 
 from tests.helpers import Recorder
 

@@ -6,8 +6,9 @@ import datetime
 from typing import Any
 
 import pytest
+from atomtask.schemas.declarations import FieldDef, SchemaDef
+from atomtask.schemas.fields import build_models
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation
-from atomtask.system.schemas import FieldDef, SchemaDef, build_models
 from pydantic import BaseModel, ValidationError
 
 

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 from atomtask import OutputFormat, TaskSystem, Template
-from atomtask.system.errors import SchemaError, SourceLocation
-from atomtask.system.json_schema_dialects import checked_formats, iri_to_uri
-from atomtask.system.json_schemas import (
+from atomtask.schemas.declarations import JsonSchemaDef
+from atomtask.schemas.json_dialects import checked_formats, iri_to_uri
+from atomtask.schemas.json_models import (
     JsonSchemaObject,
     JsonSchemaResources,
     JsonSchemaValue,
     build_json_schema_model,
 )
-from atomtask.system.schema_sources import JsonSchemaDef
+from atomtask.system.errors import SchemaError, SourceLocation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from atomtask import ConfigurationError
-from atomtask.system.providers import check_model_string, known_providers
+from atomtask.loading.providers import check_model_string, known_providers
 
 
 def test_known_providers_include_the_common_ones() -> None:
@@ -32,7 +32,7 @@ def test_unknown_provider_lists_known_ones() -> None:
 def test_checking_does_not_import_provider_sdks() -> None:
     """Checking model strings leaves the openai and anthropic SDKs unimported."""
     code = (
-        "import sys; from atomtask.system.providers import check_model_string;"
+        "import sys; from atomtask.loading.providers import check_model_string;"
         "check_model_string('anthropic:claude-x', where='t'); check_model_string('openai-chat:x', where='t');"
         "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from atomtask import Template, TemplateError, UsageError
-from atomtask.system import readers
-from atomtask.system.loader import Declarations
+from atomtask.loading import readers
+from atomtask.loading.declarations import Declarations
 
 
 def test_a_registered_reader_reads_its_suffix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

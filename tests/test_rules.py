@@ -6,7 +6,7 @@ from typing import Literal
 
 from atomtask import ModelRegistry, Template
 from atomtask.lint.rules import schema_issues, template_issues
-from atomtask.system.checks import compile_template
+from atomtask.loading.checks import compile_template
 from pydantic import BaseModel, Field
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from atomtask import OutputFormat, TaskSystem, Template
+from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.schemas.sources import import_schema_class, json_schema_file_definition
 from atomtask.system.errors import SchemaError
-from atomtask.system.model_registry import ModelRegistry
-from atomtask.system.schema_sources import import_schema_class, json_schema_file_definition
 
 from tests.helpers import Recorder
 

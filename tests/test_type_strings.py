@@ -6,8 +6,7 @@ import datetime
 from typing import Any, Literal, Optional, Union
 
 import pytest
-from atomtask.system.errors import SchemaError, SourceLocation
-from atomtask.system.types import (
+from atomtask.schemas.type_strings import (
     BUILTIN_TYPE_NAMES,
     DictType,
     ListType,
@@ -22,6 +21,7 @@ from atomtask.system.types import (
     referenced_names,
     to_annotation,
 )
+from atomtask.system.errors import SchemaError, SourceLocation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter

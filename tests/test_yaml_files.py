@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from atomtask import DuplicateNameError, SchemaError, TaskSystem, TemplateError
-from atomtask.system.loader import load_yaml_text
+from atomtask.loading.yaml_files import load_yaml_text
 
 TEMPLATE = """\
 name: extract

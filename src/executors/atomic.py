@@ -17,11 +17,11 @@ import structlog
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
-from atomtask.system.checks import CompiledTemplate
+from atomtask.loading.checks import CompiledTemplate
+from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.system.errors import ConfigurationError, TemplateNotFoundError, UsageError, did_you_mean
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
-from atomtask.system.template_registry import TemplateRegistry
 from atomtask.system.templates import TemplateLimits
 from pydantic import ValidationError
 

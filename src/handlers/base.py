@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 import attrs
+from atomtask.loading.providers import check_model_string, provider_of
 from atomtask.system.errors import ConfigurationError
-from atomtask.system.providers import check_model_string, provider_of
 from atomtask.system.retry_policy import ProviderRetries
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from atomtask.handlers.base import BaseHandler, ModelChoice
 from atomtask.handlers.ledger import ProviderRetry, RunState, feedback_errors, ledger_attempts, remaining_limits
 from atomtask.handlers.redact import redact
 from atomtask.handlers.repair import OutputRepair
+from atomtask.loading.providers import API_KEY_ENV, SDK_RETRYING_PROVIDERS, install_command, provider_of
 from atomtask.system.errors import UsageError
-from atomtask.system.providers import API_KEY_ENV, SDK_RETRYING_PROVIDERS, install_command, provider_of
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
 from atomtask.system.templates import OutputMode, TemplateLimits
 from pydantic import BaseModel, ValidationError

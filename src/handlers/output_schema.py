@@ -13,8 +13,8 @@ from typing import Any
 
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import output_spec, probe_request
+from atomtask.loading.providers import install_command
 from atomtask.system.errors import ConfigurationError
-from atomtask.system.providers import install_command
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
 from pydantic_ai.models import Model, infer_model_profile

@@ -22,7 +22,7 @@ import attrs
 import json_repair
 from atomtask.handlers.json_scan import CLOSER, content_problem, first_opener, scan, truncation_problem
 from atomtask.handlers.ledger import RunState, run_state
-from atomtask.system.types import strip_optional
+from atomtask.schemas.type_strings import strip_optional
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability

@@ -20,8 +20,16 @@ from typing import Any
 import attrs
 from atomtask.lint import compat, rules
 from atomtask.lint.findings import RULES, Finding, Severity, matches
-from atomtask.memory.models import BUILTIN_SCHEMAS
-from atomtask.system.checks import CompiledTemplate
+from atomtask.loading.checks import CompiledTemplate
+from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading.providers import check_model_string
+from atomtask.loading.readers import declaration_files, read_file
+from atomtask.loading.template_registry import TemplateRegistry
+from atomtask.schemas.builtins import BUILTIN_SCHEMAS
+from atomtask.schemas.declarations import SchemaDef
+from atomtask.schemas.fields import build_models
+from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.schemas.type_strings import parse_type, referenced_names
 from atomtask.system.errors import (
     ConfigurationError,
     DuplicateNameError,
@@ -30,15 +38,7 @@ from atomtask.system.errors import (
     TemplateError,
     UsageError,
 )
-from atomtask.system.loader import Declarations
-from atomtask.system.loader import _reject_duplicate_schemas as reject_duplicate_schemas
-from atomtask.system.model_registry import ModelRegistry
-from atomtask.system.providers import check_model_string
-from atomtask.system.readers import declaration_files, read_file
-from atomtask.system.schemas import SchemaDef, build_models
-from atomtask.system.template_registry import TemplateRegistry
 from atomtask.system.templates import Template
-from atomtask.system.types import parse_type, referenced_names
 from pydantic import BaseModel
 
 __all__ = ["CheckReport", "check"]
@@ -226,7 +226,7 @@ class _Run:
 
     def register_schema_sources(self, declarations: Declarations) -> None:
         """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
-        from atomtask.system.schema_sources import register_schema_sources
+        from atomtask.schemas.sources import register_schema_sources
 
         self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
         try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, TypeAlias
 
-from atomtask.system.checks import CompiledTemplate
+from atomtask.loading.checks import CompiledTemplate
 
 __all__ = ["REASONING_NAMES", "SchemaIssue", "schema_issues", "template_issues"]
 

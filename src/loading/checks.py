@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any, NotRequired, Required
 
 import attrs
-from atomtask.system import types as type_strings
+from atomtask.loading.providers import check_model_string
+from atomtask.schemas import type_strings
+from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
-from atomtask.system.model_registry import ModelRegistry
-from atomtask.system.providers import check_model_string
 from atomtask.system.templates import OutputMode, Placeholder, Template, find_placeholders
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -190,7 +190,7 @@ def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel
                 suggestions=exc.suggestions,
             ) from None
     if "json_schema" in schema or "python" in schema:
-        from atomtask.system.schema_sources import inline_output_class
+        from atomtask.schemas.sources import inline_output_class
 
         return inline_output_class(template.name, schema, models, location)
     return _inline_schema(template, schema, models, location)
@@ -199,7 +199,8 @@ def _resolve_output(template: Template, models: ModelRegistry) -> type[BaseModel
 def _inline_schema(
     template: Template, schema: dict[str, Any], models: ModelRegistry, location: SourceLocation | None
 ) -> type[BaseModel]:
-    from atomtask.system.schemas import SchemaDef, build_models
+    from atomtask.schemas.declarations import SchemaDef
+    from atomtask.schemas.fields import build_models
 
     definition = dict(schema)
     definition.setdefault("name", _class_name(template.name) + "Output")

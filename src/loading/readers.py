@@ -1,9 +1,14 @@
 """Which reader turns a declaration file into `Declarations`, chosen by the file's suffix.
 
-One registry serves every front end: YAML is registered here; the S-expression (`.sexp`) and JSON
-Schema (`.json`) readers register themselves with one call each:
+One registry serves every front end. YAML and JSON Schema (`.json`) files are read here; a front end
+adds its own file type with one call:
 
-    register_reader((".sexp",), lambda path, errors: load_sexp_text(path.read_text(encoding="utf-8"), str(path)))
+    register_reader((".toml",), read_toml_declarations)
+
+The loading layer never imports a front end. A front end that should be found without being imported
+first (as `.sexp` is: `atomtask.sexp.loading.register`) names a function that makes that call in
+the `atomtask.readers` entry-point group of its package's metadata; the registry calls each such
+function once, on its first lookup. A reader registered in code wins over one found that way.
 
 A reader gets the file's path and a list to append recoverable mistakes to (a reader that can go on
 after an invalid declaration appends it and reads on; one that cannot simply raises a `UsageError`,
@@ -15,30 +20,56 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from atomtask.system.errors import TemplateError, UsageError
-from atomtask.system.loader import YAML_SUFFIXES, Declarations, load_yaml_text
+from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading.yaml_files import YAML_SUFFIXES, load_yaml_text
+from atomtask.system.errors import ConfigurationError, TemplateError, UsageError
 
-__all__ = ["Reader", "declaration_files", "read_file", "reader_for", "register_reader", "suffixes"]
+__all__ = ["Reader", "declaration_files", "load_paths", "read_file", "reader_for", "register_reader", "suffixes"]
 
 Reader = Callable[[Path, list[UsageError]], Declarations]
 """`reader(path, errors) -> Declarations`; raises `UsageError` for a file it cannot read at all."""
 
+ENTRY_POINT_GROUP = "atomtask.readers"
+
 _READERS: dict[str, Reader] = {}
+_plugins_loaded = False
 
 
 def register_reader(file_suffixes: Iterable[str], reader: Reader) -> None:
     """Read files ending in any of `file_suffixes` (`".sexp"`, with the dot) with `reader`."""
+    _load_plugins()  # so that what is registered in code replaces a plugin's reader, never the reverse
     for suffix in file_suffixes:
         _READERS[suffix.lower()] = reader
 
 
+def _load_plugins() -> None:
+    """Call each `atomtask.readers` entry point's registration function, once per process."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True  # first: the functions called below call `register_reader`
+    from importlib.metadata import entry_points
+
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry_point.load()()
+        except Exception as exc:
+            raise ConfigurationError(
+                f"The declaration reader {entry_point.name!r} ({entry_point.value}, entry point group "
+                f"{ENTRY_POINT_GROUP!r}) failed to register: {type(exc).__name__}: {exc}. Reinstall the package "
+                "that provides it, or uninstall it.",
+            ) from exc
+
+
 def suffixes() -> list[str]:
     """The file suffixes a reader is registered for, sorted."""
+    _load_plugins()
     return sorted(_READERS)
 
 
 def reader_for(path: Path) -> Reader | None:
     """The reader registered for `path`'s suffix, if any."""
+    _load_plugins()
     return _READERS.get(path.suffix.lower())
 
 
@@ -63,7 +94,8 @@ def declaration_files(paths: Iterable[str | Path]) -> list[Path]:
         path = Path(raw)
         if path.is_dir():
             # Not recursive, like `TaskSystem.load`: check reads what the runtime would read.
-            files.extend(sorted(p for p in path.iterdir() if p.suffix.lower() in _READERS and p.is_file()))
+            known = set(suffixes())
+            files.extend(sorted(p for p in path.iterdir() if p.suffix.lower() in known and p.is_file()))
         elif path.is_file():
             files.append(path)
         else:
@@ -74,24 +106,31 @@ def declaration_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+def load_paths(paths: Iterable[str | Path]) -> Declarations:
+    """Read every declaration file given, or found (sorted, non-recursively) in the folders given.
+
+    Each file is read by the reader registered for its suffix (`atomtask.loading.readers`: YAML, and
+    whatever else is registered), the same files and readers `atomtask check` uses.
+    """
+    out = Declarations()
+    for file in declaration_files(paths):
+        errors: list[UsageError] = []
+        out.extend(read_file(file, errors))
+        if errors:
+            raise errors[0]
+    reject_duplicate_schemas(out.schemas)
+    return out
+
+
 def _read_yaml(path: Path, errors: list[UsageError]) -> Declarations:
     return load_yaml_text(path.read_text(encoding="utf-8"), str(path), errors=errors)
 
 
 def _read_json_schema(path: Path, errors: list[UsageError]) -> Declarations:
-    from atomtask.system.schema_sources import json_schema_file_definition
+    from atomtask.schemas.sources import json_schema_file_definition
 
     return Declarations(json_schemas=[json_schema_file_definition(path)])
 
 
 register_reader(YAML_SUFFIXES, _read_yaml)
-
-
-def _read_sexp(path: Path, errors: list[UsageError]) -> Declarations:
-    from atomtask.sexp.loading import read_declarations  # lark loads only when a .sexp file is read
-
-    return read_declarations(path, errors)
-
-
 register_reader((".json",), _read_json_schema)
-register_reader((".sexp",), _read_sexp)

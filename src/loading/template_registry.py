@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-from atomtask.system.checks import CompiledTemplate, compile_template
+from atomtask.loading.checks import CompiledTemplate, compile_template
+from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import DuplicateNameError, TemplateNotFoundError, did_you_mean, near_names
-from atomtask.system.model_registry import ModelRegistry
 from atomtask.system.templates import Template
 
 __all__ = ["TemplateRegistry"]

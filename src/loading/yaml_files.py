@@ -9,36 +9,19 @@ import path. A `.json` file in a folder is a JSON Schema named after the file.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
-from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, TemplateError, UsageError
-from atomtask.system.schema_sources import JsonSchemaDef, PythonSchemaDef
-from atomtask.system.schemas import SchemaDef
+from atomtask.loading.declarations import Declarations
+from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
+from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import ValidationError
 
-__all__ = ["Declarations", "load_paths", "load_yaml_text"]
+__all__ = ["YAML_SUFFIXES", "load_yaml_text"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
-
-
-@attrs.frozen(kw_only=True)
-class Declarations:
-    """Templates and named schemas read from files, in file order."""
-
-    templates: list[Template] = attrs.field(factory=list)
-    schemas: list[SchemaDef] = attrs.field(factory=list)
-    json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
-    python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
-
-    def extend(self, other: Declarations) -> None:
-        self.templates.extend(other.templates)
-        self.schemas.extend(other.schemas)
-        self.json_schemas.extend(other.json_schemas)
-        self.python_schemas.extend(other.python_schemas)
 
 
 @attrs.frozen(kw_only=True)
@@ -109,24 +92,6 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
         raise TemplateError(f"Invalid YAML: {problem}.", location=location) from None
     finally:
         loader.dispose()
-    return out
-
-
-def load_paths(paths: Iterable[str | Path]) -> Declarations:
-    """Read every declaration file given, or found (sorted, non-recursively) in the folders given.
-
-    Each file is read by the reader registered for its suffix (`atomtask.system.readers`: YAML, and
-    whatever else is registered), the same files and readers `atomtask check` uses.
-    """
-    from atomtask.system.readers import declaration_files, read_file  # it imports this module
-
-    out = Declarations()
-    for file in declaration_files(paths):
-        errors: list[UsageError] = []
-        out.extend(read_file(file, errors))
-        if errors:
-            raise errors[0]
-    _reject_duplicate_schemas(out.schemas)
     return out
 
 
@@ -272,15 +237,3 @@ def _validation_error(
     elif err["type"] == "missing":
         message = "required key is missing"
     return kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
-
-
-def _reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:
-    seen: dict[str, SchemaDef] = {}
-    for schema in schemas:
-        first = seen.get(schema.name)
-        if first is not None and first != schema:
-            raise DuplicateNameError(
-                f"Schema {schema.name!r} is declared twice, first at {first.location}; rename one of them.",
-                location=schema.location,
-            )
-        seen[schema.name] = schema

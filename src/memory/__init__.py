@@ -1,7 +1,7 @@
 """The memory system: stored documents, and an atomic task that judges which are relevant to a query.
 
-`atomtask.memory.models` (the output schemas) is light and imported by every `TaskSystem`; the
-rest loads on first use.
+The output schemas (`AssociativeMatchResult`, `MatchItem`) live in `atomtask.schemas.builtins`, since
+every `TaskSystem` registers them for the shipped templates; the rest loads on first use.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from atomtask.memory.memory_system import MemorySystem
-    from atomtask.memory.models import AssociativeMatchResult, MatchItem
     from atomtask.memory.results import Document, DroppedMatch, MemoryContext, PromptReport
     from atomtask.memory.store import DocumentStore, default_memory_path, fts_query
+    from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
 
 _EXPORTS: dict[str, str] = {
-    "AssociativeMatchResult": "atomtask.memory.models",
+    "AssociativeMatchResult": "atomtask.schemas.builtins",
     "Document": "atomtask.memory.results",
     "DocumentStore": "atomtask.memory.store",
     "DroppedMatch": "atomtask.memory.results",
-    "MatchItem": "atomtask.memory.models",
+    "MatchItem": "atomtask.schemas.builtins",
     "MemoryContext": "atomtask.memory.results",
     "MemorySystem": "atomtask.memory.memory_system",
     "PromptReport": "atomtask.memory.results",

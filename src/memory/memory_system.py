@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Self
 import attrs
 import structlog
 from atomtask.executors.rendering import render
-from atomtask.memory.models import AssociativeMatchResult, MatchItem
+from atomtask.loading.checks import CompiledTemplate
 from atomtask.memory.results import Document, DroppedMatch, MemoryContext, PromptReport
 from atomtask.memory.store import DocumentLike, DocumentStore
-from atomtask.system.checks import CompiledTemplate
+from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
 from atomtask.system.errors import ConfigurationError, UsageError
 from atomtask.system.results import TaskResult
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from atomtask.memory.models import AssociativeMatchResult, MatchItem
+from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
 from atomtask.system.results import TaskError, TaskResult
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -1,6 +1,7 @@
-"""The memory system's output schemas: what the `associative_match` task must answer.
+"""The output classes of the templates atomtask ships: what the memory system's `associative_match` answers.
 
-This module is deliberately light (pydantic only): every `TaskSystem` registers these classes by
+They live in the schema layer, not in `memory/`, because the facade needs them and sits below the
+memory front end. Deliberately light (pydantic only): every `TaskSystem` registers these classes by
 name when it is built, so the shipped `templates/associative_match.yaml` (`schema:
 AssociativeMatchResult`) resolves wherever `templates/` is loaded.
 """

@@ -12,7 +12,6 @@ instead of the keys being dropped without a trace.
 
 from __future__ import annotations
 
-import json
 import keyword
 import math
 import threading
@@ -24,8 +23,8 @@ from typing import Annotated, Any, TypeAlias
 
 import attrs
 import pydantic_core
-from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
-from atomtask.system.types import (
+from atomtask.schemas.declarations import FieldDef, SchemaDef, canonical
+from atomtask.schemas.type_strings import (
     BUILTIN_TYPE_NAMES,
     ListType,
     LiteralType,
@@ -37,110 +36,19 @@ from atomtask.system.types import (
     referenced_names,
     to_annotation,
 )
+from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
     TypeAdapter,
     ValidationError,
     create_model,
 )
 from pydantic.errors import PydanticUndefinedAnnotation, PydanticUserError
 
-__all__ = ["FieldDef", "SchemaDef", "build_models"]
-
-_Count = Annotated[StrictInt, Field(ge=0)]
-_Bound: TypeAlias = StrictInt | StrictFloat
-
-
-class _Declaration(BaseModel):
-    """A declaration read from configuration: it may know where it came from; equality ignores that."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    _location: SourceLocation | None = PrivateAttr(default=None)
-
-    @property
-    def location(self) -> SourceLocation | None:
-        """Where it is declared, when it came from a file (set by the loader)."""
-        return self._location
-
-    @location.setter
-    def location(self, location: SourceLocation | None) -> None:
-        self._location = location
-
-    def content(self) -> dict[str, Any]:
-        """The declaration without locations: what equality and the class cache compare."""
-        return self.model_dump()
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _Declaration) or type(other) is not type(self):
-            return NotImplemented
-        return _canonical(self.content()) == _canonical(other.content())
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like any non-frozen model
-
-
-class FieldDef(_Declaration):
-    """One field of a named schema: `{name, type, description, default, enum, constraints}`.
-
-    `default` absent and `default: null` differ: the second gives the field a default (None).
-    """
-
-    name: str
-    type: str = "str"
-    description: str | None = None
-    default: Any = None
-    enum: list[StrictBool | StrictInt | StrictFloat | StrictStr] | None = None
-    ge: _Bound | None = None
-    gt: _Bound | None = None
-    le: _Bound | None = None
-    lt: _Bound | None = None
-    min_length: _Count | None = None
-    max_length: _Count | None = None
-    pattern: str | None = None
-    #: A JSON Schema `format` (`email`, `uri`, `date-time`, `uuid`, ...), enforced on `str` fields.
-    format: str | None = None
-    min_items: _Count | None = None
-    max_items: _Count | None = None
-
-    @property
-    def has_default(self) -> bool:
-        """Whether `default` was given (even as None)."""
-        return "default" in self.model_fields_set
-
-    def content(self) -> dict[str, Any]:
-        return {**self.model_dump(), "has_default": self.has_default}
-
-
-class SchemaDef(_Declaration):
-    """A named schema: a class name, a description, and at least one field."""
-
-    name: str
-    description: str | None = None
-    fields: list[FieldDef]
-
-    def content(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "fields": [f.content() for f in self.fields],
-        }
-
-
-def _canonical(value: Any) -> str:
-    """A text that differs whenever the values differ (`1`, `1.0` and `true` included)."""
-    try:
-        return json.dumps(value, sort_keys=True, default=repr)
-    except (TypeError, ValueError):  # keys of mixed types cannot be sorted
-        return repr(value)
-
+__all__ = ["build_models"]
 
 # ---------------------------------------------------------------------------------------------
 # Checking
@@ -227,7 +135,7 @@ def _check_schema(spec: SchemaDef) -> _Schema:
         seen[field_def.name] = field_def
         fields.append(_check_field(field_def, name, where))
         content_fields.append({**field_def.content(), "type": str(fields[-1].expr)})
-    content = _canonical({"name": name, "description": spec.description, "fields": content_fields})
+    content = canonical({"name": name, "description": spec.description, "fields": content_fields})
     refs = frozenset().union(*(referenced_names(f.expr) for f in fields))
     return _Schema(spec=spec, fields=tuple(fields), content=content, refs=refs)
 
@@ -272,7 +180,7 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> _
 
 
 def _check_format(fmt: str, label: str, where: SourceLocation | None) -> None:
-    from atomtask.system.json_schema_dialects import checked_formats
+    from atomtask.schemas.json_dialects import checked_formats
 
     known = sorted(checked_formats())
     if fmt not in known:
@@ -292,7 +200,7 @@ def _apply_enum(spec: FieldDef, expr: TypeExpr, label: str, where: SourceLocatio
         raise SchemaError(f"`enum` of {label} is empty; list at least one value.", location=where)
     seen: set[str] = set()
     for value in values:
-        key = _canonical(value)
+        key = canonical(value)
         if key in seen:
             raise SchemaError(f"`enum` of {label} lists {value!r} twice; remove one.", location=where)
         seen.add(key)
@@ -457,7 +365,7 @@ def _create(schema: _Schema, resolve: Callable[[str], Any]) -> type[BaseModel]:
     for field in schema.fields:
         annotation = to_annotation(field.expr, resolve)
         if field.spec.format is not None:
-            from atomtask.system.json_schema_dialects import format_validator
+            from atomtask.schemas.json_dialects import format_validator
 
             annotation = Annotated[annotation, AfterValidator(format_validator(field.spec.format))]
         definitions[field.spec.name] = (annotation, Field(**_field_options(field)))

@@ -38,8 +38,8 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 import regex
-from atomtask.system.errors import SchemaError, did_you_mean, near_names
-from atomtask.system.json_schema_dialects import (
+from atomtask.schemas.declarations import JsonSchemaDef, canonical
+from atomtask.schemas.json_dialects import (
     ANNOTATION_KEYWORDS,
     FORMAT_CHECKER,
     VOCABULARIES,
@@ -49,9 +49,8 @@ from atomtask.system.json_schema_dialects import (
     re_compiles,
     validator_class,
 )
-from atomtask.system.json_schema_views import ModelView, subschemas, typed_fields
-from atomtask.system.schema_sources import JsonSchemaDef
-from atomtask.system.schemas import _canonical
+from atomtask.schemas.json_views import ModelView, subschemas, typed_fields
+from atomtask.system.errors import SchemaError, did_you_mean, near_names
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from pydantic import (
     BaseModel,
@@ -94,7 +93,7 @@ class JsonSchemaResources:
 
     @functools.cached_property
     def digest(self) -> str:
-        return _canonical(dict(sorted(self.documents.items())))
+        return canonical(dict(sorted(self.documents.items())))
 
     @functools.cached_property
     def registry(self) -> referencing.Registry[Any]:
@@ -224,7 +223,7 @@ def build_json_schema_model(
     resources = resources or JsonSchemaResources()
     schema = definition.json_schema
     base = definition.base_uri or ""
-    key = (definition.name, definition.description or "", _canonical(schema), base, resources.digest)
+    key = (definition.name, definition.description or "", canonical(schema), base, resources.digest)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:

@@ -10,7 +10,7 @@ from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocati
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from atomtask.system.json_schemas import JsonSchemaResources
+    from atomtask.schemas.json_models import JsonSchemaResources
 
 __all__ = ["ModelRegistry"]
 
@@ -47,7 +47,7 @@ class ModelRegistry:
     @property
     def json_resources(self) -> JsonSchemaResources:
         """The documents JSON Schema `$ref`s may point to (see `add_json_document`)."""
-        from atomtask.system.json_schemas import JsonSchemaResources
+        from atomtask.schemas.json_models import JsonSchemaResources
 
         with self._lock:
             if self._json_resources is None:

@@ -16,14 +16,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef
+from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import SchemaError, SourceLocation, did_you_mean, near_names
-from atomtask.system.model_registry import ModelRegistry
-from atomtask.system.schemas import _Declaration
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 __all__ = [
-    "JsonSchemaDef",
-    "PythonSchemaDef",
     "import_schema_class",
     "inline_output_class",
     "json_schema_file_definition",
@@ -31,26 +29,6 @@ __all__ = [
 ]
 
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-class JsonSchemaDef(_Declaration):
-    """A named schema given as JSON Schema: `{name, description, json_schema}`.
-
-    `base_uri` is where relative `$ref`s resolve from (a `.json` file's own URI); it is set by the
-    loader and is not part of the YAML format.
-    """
-
-    name: str
-    description: str | None = None
-    json_schema: dict[str, Any] | bool
-    base_uri: str | None = Field(default=None, exclude=True)
-
-
-class PythonSchemaDef(_Declaration):
-    """A named schema that is a Python class: `{name, python: "package.module:Class"}`."""
-
-    name: str
-    python: str
 
 
 def import_schema_class(
@@ -132,7 +110,7 @@ def inline_output_class(
         ) from None
     definition.location = location
     definition.base_uri = _file_uri(location)
-    from atomtask.system.json_schemas import build_json_schema_model
+    from atomtask.schemas.json_models import build_json_schema_model
 
     return build_json_schema_model(definition, resources=models.json_resources)
 
@@ -141,7 +119,7 @@ def register_schema_sources(
     json_schemas: list[JsonSchemaDef], python_schemas: list[PythonSchemaDef], models: ModelRegistry
 ) -> None:
     """Build and register JSON Schema and Python-class declarations (before YAML field schemas, which may use them)."""
-    from atomtask.system.json_schemas import build_json_schema_model
+    from atomtask.schemas.json_models import build_json_schema_model
 
     for definition in json_schemas:
         if definition.base_uri is None:

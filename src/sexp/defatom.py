@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from atomtask.schemas.declarations import FieldDef, SchemaDef
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
-from atomtask.system.schemas import FieldDef, SchemaDef
 from atomtask.system.templates import Template, TemplateLimits, TextOrigin
 from pydantic import ValidationError
 

@@ -1,4 +1,4 @@
-"""Evaluating S-expression scripts against a `TaskSystem`.
+"""Evaluating S-expression scripts against a `TaskSystem` (any `ScriptHost`).
 
 The language is small on purpose:
 
@@ -19,22 +19,34 @@ Every error is a `SexpEvalError` (or a registration `UsageError`) naming the lin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
+from atomtask.loading.declarations import Declarations
+from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.sexp.defatom import datum, describe, literal_text, schema_from_form, template_from_form
 from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
 from atomtask.sexp.reader import Literal, Node, SList, Symbol, read
 from atomtask.system.errors import TemplateError, did_you_mean
-from atomtask.system.loader import Declarations
 from atomtask.system.results import TaskResult
 from atomtask.system.templates import Template
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from atomtask.task_system import TaskSystem
+__all__ = ["BUILTINS", "SPECIAL_FORMS", "Environment", "Interpreter", "ScriptHost", "TaskFunction"]
 
-__all__ = ["BUILTINS", "SPECIAL_FORMS", "Environment", "Interpreter", "TaskFunction"]
+
+class ScriptHost(Protocol):
+    """What a script runs against: a `TaskSystem`, seen through the three things scripts use.
+
+    The S-expression front end sits below the facade (`TaskSystem.defatom` evaluates scripts), so it
+    names the facade by this protocol instead of importing it.
+    """
+
+    templates: TemplateRegistry
+
+    def execute(self, name_or_request: str, inputs: Mapping[str, Any] | None = None) -> TaskResult[Any]: ...
+
+    def register_declarations(self, declarations: Declarations) -> list[str]: ...
 
 
 @attrs.frozen
@@ -101,7 +113,7 @@ class Interpreter:
         ```
     """
 
-    def __init__(self, system: TaskSystem) -> None:
+    def __init__(self, system: ScriptHost) -> None:
         self.system = system
         self.defined: list[str] = []
         self._special: dict[str, Callable[[SList, Environment], Any]] = {

@@ -1,13 +1,19 @@
-"""Reading `.sexp` files as declarations, for `TaskSystem.load` and `atomtask check`."""
+"""Reading `.sexp` files as declarations, for `TaskSystem.load` and `atomtask check`.
+
+`register` puts `read_declarations` in the loading layer's reader registry; the package metadata
+names it in the `atomtask.readers` entry-point group, so `.sexp` files are read wherever declaration
+files are, without the loading layer importing this front end.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from atomtask.loading.declarations import Declarations
+from atomtask.loading.readers import register_reader
 from atomtask.system.errors import UsageError
-from atomtask.system.loader import Declarations
 
-__all__ = ["SEXP_SUFFIX", "read_declarations"]
+__all__ = ["SEXP_SUFFIX", "read_declarations", "register"]
 
 SEXP_SUFFIX = ".sexp"
 
@@ -34,3 +40,8 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
         except UsageError as exc:
             errors.append(exc)
     return out
+
+
+def register() -> None:
+    """Read `.sexp` files with `read_declarations` (called through the `atomtask.readers` entry point)."""
+    register_reader((SEXP_SUFFIX,), read_declarations)

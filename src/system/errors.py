@@ -3,19 +3,16 @@
 Two roots, as in pydantic-ai: a *usage* error means the developer's template, schema, file or call
 is wrong and is raised at load or registration time, before any model is called; a *run* failure
 (the model or provider failed) is not raised by `execute` but reported in a FAILED `TaskResult`,
-and only `TaskResult.unwrap()` turns it into a `TaskFailedError`.
+and only `TaskResult.unwrap()` turns it into a `TaskFailedError` (which lives beside `TaskResult` in
+`atomtask.system.results`).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 import attrs
-
-if TYPE_CHECKING:
-    from atomtask.system.results import TaskResult
 
 __all__ = [
     "AtomTaskError",
@@ -23,7 +20,6 @@ __all__ = [
     "DuplicateNameError",
     "SchemaError",
     "SourceLocation",
-    "TaskFailedError",
     "TemplateError",
     "TemplateNotFoundError",
     "UsageError",
@@ -127,18 +123,3 @@ class DuplicateNameError(UsageError):
 
 class TemplateNotFoundError(UsageError, LookupError):
     """No template is registered under the requested name."""
-
-
-class TaskFailedError(AtomTaskError):
-    """Raised by `TaskResult.unwrap()` on a FAILED result; the whole result rides along.
-
-    Attributes:
-        result: the failed `TaskResult`, with its error, raw outputs and usage.
-    """
-
-    def __init__(self, result: TaskResult[Any]) -> None:
-        self.result = result
-        error = result.error
-        detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
-        template = result.notes.template if result.notes is not None else "?"
-        super().__init__(f"Task {template!r} failed ({detail})")

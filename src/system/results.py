@@ -1,17 +1,18 @@
-"""What callers get back: `TaskResult[T]`, its `TaskError`, and the notes kept for every run."""
+"""What callers get back: `TaskResult[T]`, its `TaskError`, the notes kept for every run, and `TaskFailedError`."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any, Generic, TypeVar, cast
 
-from atomtask.system.errors import TaskFailedError
+from atomtask.system.errors import AtomTaskError
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Attempt",
     "FailureReason",
     "TaskError",
+    "TaskFailedError",
     "TaskNotes",
     "TaskResult",
     "TaskStatus",
@@ -149,3 +150,18 @@ class TaskResult(BaseModel, Generic[T]):
             raise TaskFailedError(self)
         # COMPLETE implies the answer was set (and validated) by the executor.
         return cast(T, self.parsedContent)
+
+
+class TaskFailedError(AtomTaskError):
+    """Raised by `TaskResult.unwrap()` on a FAILED result; the whole result rides along.
+
+    Attributes:
+        result: the failed `TaskResult`, with its error, raw outputs and usage.
+    """
+
+    def __init__(self, result: TaskResult[Any]) -> None:
+        self.result = result
+        error = result.error
+        detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
+        template = result.notes.template if result.notes is not None else "?"
+        super().__init__(f"Task {template!r} failed ({detail})")

@@ -1,0 +1,39 @@
+"""`Declarations`: the templates and schemas a reader got from a file, as every reader returns them."""
+
+from __future__ import annotations
+
+import attrs
+from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
+from atomtask.system.errors import DuplicateNameError
+from atomtask.system.templates import Template
+
+__all__ = ["Declarations", "reject_duplicate_schemas"]
+
+
+@attrs.frozen(kw_only=True)
+class Declarations:
+    """Templates and named schemas read from files, in file order."""
+
+    templates: list[Template] = attrs.field(factory=list)
+    schemas: list[SchemaDef] = attrs.field(factory=list)
+    json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
+    python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
+
+    def extend(self, other: Declarations) -> None:
+        self.templates.extend(other.templates)
+        self.schemas.extend(other.schemas)
+        self.json_schemas.extend(other.json_schemas)
+        self.python_schemas.extend(other.python_schemas)
+
+
+def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:
+    """Raise `DuplicateNameError` when one schema name is declared twice with different contents."""
+    seen: dict[str, SchemaDef] = {}
+    for schema in schemas:
+        first = seen.get(schema.name)
+        if first is not None and first != schema:
+            raise DuplicateNameError(
+                f"Schema {schema.name!r} is declared twice, first at {first.location}; rename one of them.",
+                location=schema.location,
+            )
+        seen[schema.name] = schema
