@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from .fake_server import TextReply, ToolCallReply
+from .replies import TextReply, ToolCallReply
 
 ReplyFunction: TypeAlias = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 """Builds the reply itself from the messages and the `AgentInfo` the model received."""
