@@ -19,17 +19,19 @@ Schemas that cannot be honoured are refused when they are loaded, never enforced
 invalid schema, a `$ref` that does not resolve (nothing is fetched from the network), a `format`
 no checker enforces, a `pattern` that does not compile, a keyword that looks like a misspelt one
 (`minimun`), a required vocabulary this library does not know.
+
+The base classes and the conversion of violations to Pydantic errors live in
+`atomtask.schemas.json_classes`; this module checks schemas and builds (and caches) the classes.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import keyword
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 import jsonschema
@@ -39,6 +41,7 @@ import referencing.exceptions
 import referencing.jsonschema
 import regex
 from atomtask.schemas.declarations import JsonSchemaDef, canonical
+from atomtask.schemas.json_classes import JsonSchemaModel, JsonSchemaObject, JsonSchemaValue
 from atomtask.schemas.json_dialects import (
     ANNOTATION_KEYWORDS,
     FORMAT_CHECKER,
@@ -52,17 +55,8 @@ from atomtask.schemas.json_dialects import (
 from atomtask.schemas.json_views import ModelView, subschemas, typed_fields
 from atomtask.system.errors import SchemaError, did_you_mean, near_names
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ModelWrapValidatorHandler,
-    RootModel,
-    ValidationError,
-    create_model,
-    model_validator,
-)
+from pydantic import create_model
 from pydantic.errors import PydanticUserError
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by `referencing`, only needed for annotations
@@ -78,7 +72,6 @@ __all__ = [
 JsonSchema: TypeAlias = dict[str, Any] | bool
 
 _DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-_MAX_REPORTED_ERRORS = 8
 
 
 @attrs.frozen(kw_only=True)
@@ -104,103 +97,6 @@ class JsonSchemaResources:
             for uri, doc in self.documents.items()
         )
 
-
-# ---------------------------------------------------------------------------------------------
-# The classes
-
-
-class _JsonSchemaClass:
-    """What every class built from a JSON Schema carries (set by the builder)."""
-
-    #: The schema as declared.
-    json_schema_declared: ClassVar[Any] = True
-    #: What the model receives: self-contained, wrapped in `{"response": ...}` for a non-object root.
-    json_schema_for_model: ClassVar[dict[str, Any]] = {}
-    json_schema_validator: ClassVar[Any] = None
-    #: Whether the answer travels as `{"response": <value>}`.
-    json_schema_envelope: ClassVar[bool] = False
-
-    @classmethod
-    def _check_json_schema(cls, data: Any) -> Any:
-        """The value to build the instance from, once the JSON Schema validator accepts it.
-
-        Each violation becomes one Pydantic error at its own path (under `response` for an
-        envelope), so pydantic-ai's retry feedback tells the model exactly what to fix.
-        """
-        value = data
-        prefix: tuple[str, ...] = ()
-        if cls.json_schema_envelope:
-            if not (isinstance(data, dict) and set(data) == {"response"}):
-                raise PydanticCustomError(
-                    "json_schema_envelope", 'Expected an object with a single key "response" holding the answer'
-                )
-            value, prefix = data["response"], ("response",)
-        validator = cls.json_schema_validator
-        if validator is not None:
-            errors = list(validator.iter_errors(value))
-            if errors:
-                raise ValidationError.from_exception_data(cls.__name__, _line_errors(errors, prefix))
-        return value
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
-        return copy.deepcopy(cls.json_schema_for_model)
-
-
-class JsonSchemaObject(_JsonSchemaClass, BaseModel):
-    """A class built from an object JSON Schema: one typed attribute per property (extra keys kept)."""
-
-    model_config = ConfigDict(extra="allow", protected_namespaces=())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _validate_json_schema(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        if isinstance(data, cls):
-            return data
-        return handler(cls._check_json_schema(data))
-
-
-class JsonSchemaValue(_JsonSchemaClass, RootModel[Any]):
-    """A class built from any other JSON Schema: `.root` is the validated JSON value."""
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _validate_json_schema(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        if isinstance(data, cls):
-            return data
-        return handler(cls._check_json_schema(data))
-
-
-JsonSchemaModel: TypeAlias = JsonSchemaObject | JsonSchemaValue
-
-
-def _line_errors(errors: list[jsonschema.ValidationError], prefix: tuple[str, ...]) -> list[InitErrorDetails]:
-    ordered = sorted(errors, key=jsonschema.exceptions.relevance, reverse=True)  # most relevant first
-    details: list[InitErrorDetails] = []
-    for error in ordered[:_MAX_REPORTED_ERRORS]:
-        message = error.message
-        if error.context:
-            best = jsonschema.exceptions.best_match(error.context)
-            message += f" (closest: at `{best.json_path}`: {best.message})"
-        details.append(
-            InitErrorDetails(
-                type=PydanticCustomError("json_schema", "{detail}", {"detail": message}),
-                loc=(*prefix, *error.absolute_path),
-                input=error.instance,
-            )
-        )
-    if len(ordered) > _MAX_REPORTED_ERRORS:
-        more = f"{len(ordered) - _MAX_REPORTED_ERRORS} more JSON Schema violation(s) not listed"
-        details.append(
-            InitErrorDetails(
-                type=PydanticCustomError("json_schema", "{detail}", {"detail": more}), loc=prefix, input=None
-            )
-        )
-    return details
-
-
-# ---------------------------------------------------------------------------------------------
-# Building
 
 _CacheKey: TypeAlias = tuple[str, str, str, str, str]
 _CACHE: weakref.WeakValueDictionary[_CacheKey, type[JsonSchemaObject | JsonSchemaValue]] = weakref.WeakValueDictionary()

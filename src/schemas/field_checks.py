@@ -1,0 +1,257 @@
+"""Load-time checks of named schemas: names, field types and options, enums, patterns, references.
+
+`prepare` turns `SchemaDef`s into checked `CheckedSchema`s (each field's type parsed, with `enum` folded
+in as a literal), raising `SchemaError` at the offending schema or field; `check_references` checks
+the schema names the types refer to. Internal to this package: `atomtask.schemas.fields.build_models`
+is the public front, which builds the Pydantic classes from the checked schemas.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any
+
+import attrs
+import pydantic_core
+from atomtask.schemas.declarations import FieldDef, SchemaDef, canonical
+from atomtask.schemas.type_strings import (
+    BUILTIN_TYPE_NAMES,
+    ListType,
+    LiteralType,
+    OptionalType,
+    ScalarType,
+    TypeExpr,
+    parse_type,
+    referenced_names,
+)
+from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
+from pydantic import BaseModel, Field, TypeAdapter
+
+__all__ = ["NUMERIC_OPTIONS", "TEXT_OPTIONS", "CheckedField", "CheckedSchema", "check_references", "prepare"]
+
+
+@attrs.frozen(kw_only=True)
+class CheckedField:
+    """One checked field: its declaration, its parsed type and where it is declared."""
+
+    spec: FieldDef
+    expr: TypeExpr  # with `enum` folded in as a literal
+    where: SourceLocation | None
+
+
+@attrs.frozen(kw_only=True)
+class CheckedSchema:
+    """One checked schema: its fields, the canonical text of its content, and the schemas it references."""
+
+    spec: SchemaDef
+    fields: tuple[CheckedField, ...]
+    content: str
+    refs: frozenset[str]
+
+
+NUMERIC_OPTIONS = ("ge", "gt", "le", "lt")
+TEXT_OPTIONS = ("min_length", "max_length", "pattern")
+_ITEMS = ("min_items", "max_items")
+_APPLIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "number": (NUMERIC_OPTIONS, "`int` and `float` fields"),
+    "text": ((*TEXT_OPTIONS, "format"), "`str` fields"),
+    "items": (_ITEMS, "`list[...]` fields"),
+}
+_KINDS = {"int": "number", "float": "number", "str": "text"}
+_ENUM_KINDS: dict[str, Callable[[object], bool]] = {
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+}
+
+
+def prepare(defs: Sequence[SchemaDef]) -> dict[str, CheckedSchema]:
+    """Check every declaration (duplicates, types, options); one `CheckedSchema` per name."""
+    schemas: dict[str, CheckedSchema] = {}
+    for spec in defs:
+        first = schemas.get(spec.name)
+        if first is not None:
+            if first.spec == spec:
+                continue
+            raise DuplicateNameError(
+                f"Schema {spec.name!r} is defined twice with different content (first at "
+                f"{first.spec.location or 'an unknown place'}); rename or remove one.",
+                location=spec.location,
+            )
+        schemas[spec.name] = _check_schema(spec)
+    return schemas
+
+
+def _check_schema(spec: SchemaDef) -> CheckedSchema:
+    name = spec.name
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise SchemaError(
+            f"Schema name {name!r} is not a valid Python identifier; use letters, digits and "
+            "underscores, not starting with a digit (e.g. 'ContactInfo').",
+            location=spec.location,
+        )
+    if name in BUILTIN_TYPE_NAMES:
+        raise SchemaError(
+            f"Schema name {name!r} is a builtin type name; pick another, like {name.title() + 'Info'!r}.",
+            location=spec.location,
+        )
+    if not spec.fields:
+        raise SchemaError(
+            f"Schema {name!r} has no fields; declare at least one under `fields:`.", location=spec.location
+        )
+    seen: dict[str, FieldDef] = {}
+    fields: list[CheckedField] = []
+    content_fields: list[dict[str, Any]] = []
+    for field_def in spec.fields:
+        where = field_def.location or spec.location
+        first = seen.get(field_def.name)
+        if first is not None:
+            raise SchemaError(
+                f"Field {field_def.name!r} is declared twice in schema {name!r} (at "
+                f"{first.location or spec.location or 'an unknown place'} and "
+                f"{where or 'an unknown place'}); rename or remove one.",
+                location=where,
+            )
+        seen[field_def.name] = field_def
+        fields.append(_check_field(field_def, name, where))
+        content_fields.append({**field_def.content(), "type": str(fields[-1].expr)})
+    content = canonical({"name": name, "description": spec.description, "fields": content_fields})
+    refs = frozenset().union(*(referenced_names(f.expr) for f in fields))
+    return CheckedSchema(spec=spec, fields=tuple(fields), content=content, refs=refs)
+
+
+def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> CheckedField:
+    label = f"field {spec.name!r} of schema {schema!r}"
+    name = spec.name
+    if not name.isidentifier() or name.startswith("_"):
+        why = "starts with '_', which Pydantic treats as private" if name.startswith("_") else "is not an identifier"
+        raise SchemaError(
+            f"Field name {name!r} in schema {schema!r} {why}; use letters, digits and underscores, "
+            "starting with a letter (e.g. 'first_name').",
+            location=where,
+        )
+    if hasattr(BaseModel, name):
+        raise SchemaError(
+            f"Field name {name!r} in schema {schema!r} clashes with the Pydantic `BaseModel` attribute "
+            f"{name!r}; rename the field.",
+            location=where,
+        )
+    try:
+        expr = parse_type(spec.type, location=where)
+    except SchemaError as exc:
+        raise SchemaError(f"In {label}: {exc.message}", location=exc.location, suggestions=exc.suggestions) from None
+    expr = _apply_enum(spec, expr, label, where)
+    base = expr.inner if isinstance(expr, OptionalType) else expr
+    kind = _KINDS.get(base.name) if isinstance(base, ScalarType) else "items" if isinstance(base, ListType) else None
+    for group, (options, what) in _APPLIES.items():
+        for option in options:
+            if getattr(spec, option) is not None and group != kind:
+                raise SchemaError(
+                    f"`{option}` does not apply to {label}, whose type is {str(expr)!r}: it is for {what}. "
+                    "Remove it or change the type.",
+                    location=where,
+                )
+    _check_ranges(spec, label, where)
+    if spec.pattern is not None:
+        _check_pattern(spec.pattern, label, where)
+    if spec.format is not None:
+        _check_format(spec.format, label, where)
+    return CheckedField(spec=spec, expr=expr, where=where)
+
+
+def _check_format(fmt: str, label: str, where: SourceLocation | None) -> None:
+    from atomtask.schemas.json_dialects import checked_formats
+
+    known = sorted(checked_formats())
+    if fmt not in known:
+        raise SchemaError(
+            f"`format` {fmt!r} of {label} is not a format that can be checked.{did_you_mean(fmt, known)} "
+            f"Checked formats: {', '.join(known)}.",
+            location=where,
+            suggestions=near_names(fmt, known),
+        )
+
+
+def _apply_enum(spec: FieldDef, expr: TypeExpr, label: str, where: SourceLocation | None) -> TypeExpr:
+    if spec.enum is None:
+        return expr
+    values = tuple(spec.enum)
+    if not values:
+        raise SchemaError(f"`enum` of {label} is empty; list at least one value.", location=where)
+    seen: set[str] = set()
+    for value in values:
+        key = canonical(value)
+        if key in seen:
+            raise SchemaError(f"`enum` of {label} lists {value!r} twice; remove one.", location=where)
+        seen.add(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SchemaError(f"`enum` of {label} holds {value!r}, not a finite number.", location=where)
+    if "type" not in spec.model_fields_set:
+        return LiteralType(values=values)
+    base = expr.inner if isinstance(expr, OptionalType) else expr
+    if not (isinstance(base, ScalarType) and base.name in _ENUM_KINDS):
+        raise SchemaError(
+            f"`enum` does not apply to {label}, whose type is {spec.type!r}: it is for `str`, `int`, "
+            "`float` and `bool` fields. Remove it, or write the type as `literal[...]`.",
+            location=where,
+        )
+    for value in values:
+        if not _ENUM_KINDS[base.name](value):
+            raise SchemaError(
+                f"`enum` value {value!r} of {label} is not a {base.name!r}; fix the value or the type.",
+                location=where,
+            )
+    literal = LiteralType(values=values)
+    return OptionalType(inner=literal) if isinstance(expr, OptionalType) else literal
+
+
+def _check_ranges(spec: FieldDef, label: str, where: SourceLocation | None) -> None:
+    for low, high in (("min_length", "max_length"), ("min_items", "max_items")):
+        lo, hi = getattr(spec, low), getattr(spec, high)
+        if lo is not None and hi is not None and lo > hi:
+            raise SchemaError(f"`{low}` ({lo}) is above `{high}` ({hi}) in {label}.", location=where)
+    for low in ("ge", "gt"):
+        for high in ("le", "lt"):
+            lo, hi = getattr(spec, low), getattr(spec, high)
+            if lo is None or hi is None:
+                continue
+            if lo > hi or (lo == hi and (low == "gt" or high == "lt")):
+                raise SchemaError(
+                    f"No number satisfies `{low}: {lo}` and `{high}: {hi}` in {label}; fix the bounds.",
+                    location=where,
+                )
+
+
+def _check_pattern(pattern: str, label: str, where: SourceLocation | None) -> None:
+    """Compile with the engine that will validate (pydantic's Rust `regex`: no look-around or backrefs)."""
+    try:
+        TypeAdapter(Annotated[str, Field(pattern=pattern)])
+    except pydantic_core.SchemaError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")
+        raise SchemaError(
+            f"`pattern` {pattern!r} of {label} does not compile: {reason.removeprefix('error: ')}. "
+            "Fix the regular expression (look-around and back-references are not supported).",
+            location=where,
+        ) from None
+
+
+def check_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, type[BaseModel]]) -> None:
+    """Raise `SchemaError` for a referenced schema that is neither declared nor registered ("did you mean")."""
+    candidates = sorted({*schemas, *known, *BUILTIN_TYPE_NAMES})
+    for schema in schemas.values():
+        for field in schema.fields:
+            for ref in sorted(referenced_names(field.expr)):
+                if ref in schemas or ref in known:
+                    continue
+                listed = ", ".join(sorted({*schemas, *known})) or "none"
+                raise SchemaError(
+                    f"Unknown schema {ref!r} in field {field.spec.name!r} of schema {schema.spec.name!r} "
+                    f"(type {field.spec.type!r}).{did_you_mean(ref, candidates)} Known schemas: {listed}. "
+                    "Declare it in a schema file or register the Python class.",
+                    location=field.where,
+                    suggestions=near_names(ref, candidates),
+                )
