@@ -98,10 +98,10 @@ def test_logs_one_event_per_task_and_attempt() -> None:
 def test_missing_provider_package_says_what_to_install() -> None:
     """A provider SDK that is not installed is a configuration_error naming the extra to install."""
     from atomtask.handlers.base import ModelChoice
-    from atomtask.handlers.llm import _configuration_error
+    from atomtask.handlers.calls import configuration_error
 
     choice = ModelChoice(spec="anthropic:claude-haiku-4-5", label="anthropic:claude-haiku-4-5", source="call")
-    error = _configuration_error(choice, ImportError("Please install the `anthropic` package"))
+    error = configuration_error(choice, ImportError("Please install the `anthropic` package"))
     assert FailureReason.CONFIGURATION_ERROR == error.reason
     assert "install it with `pip install 'atomtask[anthropic]'`" in error.message
 

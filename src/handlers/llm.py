@@ -3,9 +3,10 @@
 One request in, one outcome out. Agents are cached by what changes them (the model and the output
 type and mode); everything that varies per call (the rendered system text, the prompt, retries,
 limits) is passed to the run, where the model really receives it. Every pydantic-ai outcome is
-mapped to a `CallOutcome`: the validated output, or a `TaskError` with a fixed reason. The raw
-answer of every attempt and the usage are kept either way, read from the run's messages
-(`capture_run_messages`), because pydantic-ai's exceptions do not carry them.
+mapped to a `CallOutcome`: the validated output, or a `TaskError` with a fixed reason (the request
+and outcome types and that mapping live in `atomtask.handlers.calls`). The raw answer of every
+attempt and the usage are kept either way, read from the run's messages (`capture_run_messages`),
+because pydantic-ai's exceptions do not carry them.
 """
 
 from __future__ import annotations
@@ -17,23 +18,21 @@ from typing import Any
 import attrs
 import structlog
 from atomtask.handlers.base import BaseHandler, ModelChoice
-from atomtask.handlers.ledger import ProviderRetry, RunState, feedback_errors, ledger_attempts, remaining_limits
-from atomtask.handlers.redact import redact
-from atomtask.handlers.repair import OutputRepair
-from atomtask.loading.providers import API_KEY_ENV, SDK_RETRYING_PROVIDERS, install_command, provider_of
-from atomtask.system.errors import UsageError
-from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
-from atomtask.system.templates import OutputMode, TemplateLimits
-from pydantic import BaseModel, ValidationError
-from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
-from pydantic_ai.exceptions import (
-    ModelAPIError,
-    ModelHTTPError,
-    ToolRetryError,
-    UnexpectedModelBehavior,
-    UsageLimitExceeded,
-    UserError,
+from atomtask.handlers.calls import (
+    CallOutcome,
+    ModelCall,
+    budget_error,
+    configuration_error,
+    errors_of_last_answer,
+    map_error,
 )
+from atomtask.handlers.ledger import ProviderRetry, RunState, ledger_attempts, remaining_limits
+from atomtask.handlers.repair import OutputRepair
+from atomtask.loading.providers import SDK_RETRYING_PROVIDERS, provider_of
+from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
+from atomtask.system.templates import OutputMode
+from pydantic import BaseModel
+from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfileSpec
@@ -42,35 +41,6 @@ from pydantic_ai.settings import ModelSettings
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
 log = structlog.get_logger()
-
-
-@attrs.frozen(kw_only=True)
-class ModelCall:
-    """One request to a model, fully rendered."""
-
-    template: str
-    model: ModelChoice
-    system: str | None
-    prompt: str
-    output_cls: type[BaseModel] | None
-    mode: OutputMode = OutputMode.TOOL
-    retries: int | None = None
-    limits: TemplateLimits | None = None
-    fallbacks: tuple[ModelChoice, ...] = ()
-    repair: bool = True
-
-
-@attrs.frozen(kw_only=True)
-class CallOutcome:
-    """What came back: the validated output or an error, and the ledger of attempts either way."""
-
-    output: Any
-    content: str | None
-    attempts: list[Attempt]
-    usage: UsageNotes
-    error: TaskError | None = None
-    model: str | None = None
-    models_tried: list[str] = attrs.field(factory=list)
 
 
 class LLMInteractionManager:
@@ -183,7 +153,7 @@ class _Run:
         choice = self.models[len(self.tried)]
         budget = remaining_limits(self.call.limits, _total(self.attempts))
         if isinstance(budget, str):
-            self._finish(_budget_error(self.call, choice, budget, self.attempts))
+            self._finish(budget_error(self.call, choice, budget, self.attempts))
             return None
         if self.tried:
             log.info("task_fallback", template=self.call.template, model=choice.label, after=self.tried[-1])
@@ -191,7 +161,7 @@ class _Run:
         try:
             agent = self.manager._agent(self.call, choice)
         except Exception as exc:
-            self._finish(_configuration_error(choice, exc))
+            self._finish(configuration_error(choice, exc))
             return None
         state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
         kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
@@ -210,14 +180,14 @@ class _Run:
 
     def failed(self, step: _Step, exc: Exception, messages: Sequence[ModelMessage]) -> None:
         attempts = self._record(step, messages)
-        final_errors = _final_errors(exc)
+        final_errors = errors_of_last_answer(exc)
         answered = [a for a in attempts if a.fault is None]
         if final_errors is not None and answered and not answered[-1].errors:
             # The answer that exhausted the retries draws no feedback message; its errors ride on
             # the exception's cause instead.
             last = answered[-1]
             self.attempts[last.index - 1] = last.model_copy(update={"errors": final_errors})
-        error = _map_error(self.call, step.choice, exc, self.attempts)
+        error = map_error(self.call, step.choice, exc, self.attempts)
         more = len(self.tried) < len(self.models)
         if more and error.reason in (FailureReason.OUTPUT_VALIDATION_FAILURE, FailureReason.PROVIDER_ERROR):
             log.warning("task_model_failed", template=self.call.template, model=step.choice.label, reason=error.reason)
@@ -264,120 +234,6 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
     if mode is OutputMode.PROMPTED:
         return PromptedOutput(output_cls)
     return ToolOutput(output_cls)
-
-
-def _configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
-    label = choice.label
-    if isinstance(exc, ImportError):
-        message = (
-            f"Model {label!r} needs a provider package that is not installed; "
-            f"install it with `{install_command(label)}`."
-        )
-    elif isinstance(exc, UsageError):
-        message = exc.message
-    else:
-        message = f"Model {label!r} cannot be used: {redact(str(exc))}"
-    return TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label})
-
-
-def _budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: list[Attempt]) -> TaskError:
-    models = sorted({a.model for a in attempts if a.model})
-    return TaskError(
-        reason=FailureReason.USAGE_LIMIT_EXCEEDED,
-        message=f"The next attempt (model {choice.label!r}) would exceed {exceeded} of template {call.template!r}, "
-        f"after {len(attempts)} attempt(s) on {', '.join(map(repr, models)) or 'no model'}. Raise the "
-        "template's `limits` (or the call's `limits=`) if this is expected; every attempt is in `notes.attempts`.",
-        details={"model": choice.label, "limits": call.limits.model_dump() if call.limits else None},
-    )
-
-
-def _map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: list[Attempt]) -> TaskError:
-    label = choice.label
-    provider = provider_of(label) or label
-    if isinstance(exc, UsageLimitExceeded):
-        return TaskError(
-            reason=FailureReason.USAGE_LIMIT_EXCEEDED,
-            message=f"{exc} (template {call.template!r}, {len(attempts)} model call(s) made). Raise the "
-            "template's `limits` if this is expected.",
-            details={"model": label, "limits": call.limits.model_dump() if call.limits else None},
-        )
-    if isinstance(exc, ModelHTTPError):
-        status = exc.status_code
-        body = redact(_body_message(exc.body) or str(exc))
-        message = f"Provider {provider!r} answered HTTP {status} for model {exc.model_name!r}: {body}"
-        details: dict[str, Any] = {"status": status, "provider": provider, "model": label}
-        if status in (401, 403):
-            env = API_KEY_ENV.get(provider)
-            if env is not None:
-                message += f". Check the `{env}` environment variable: the key is missing, wrong or not allowed."
-                details["env_var"] = env
-        return TaskError(reason=FailureReason.PROVIDER_ERROR, message=message, details=details)
-    if isinstance(exc, ModelAPIError):
-        return TaskError(
-            reason=FailureReason.PROVIDER_ERROR,
-            message=f"Provider {provider!r} failed for model {label!r}: {redact(str(exc))}",
-            details={"provider": provider, "model": label, "status": None, "error_type": type(exc).__name__},
-        )
-    if isinstance(exc, UnexpectedModelBehavior):
-        invalid = [a for a in attempts if a.errors and a.model == label]
-        if invalid:
-            last = _describe_errors(invalid[-1].errors)
-            return TaskError(
-                reason=FailureReason.OUTPUT_VALIDATION_FAILURE,
-                message=(
-                    f"The model's answer failed validation on all {len(invalid)} attempt(s) for template "
-                    f"{call.template!r}; last errors: {last}. Raise `retries`, tighten the instructions, or "
-                    "use a stronger model; every raw answer is in `notes.attempts`."
-                ),
-                details={"model": label, "attempts": len(invalid)},
-            )
-        return TaskError(
-            reason=FailureReason.PROVIDER_ERROR,
-            message=f"Model {label!r} behaved unexpectedly: {redact(str(exc))}",
-            details={"model": label, "provider": provider, "status": None},
-        )
-    if isinstance(exc, UserError):
-        return _configuration_error(choice, exc)
-    log.exception("task_unexpected_error", template=call.template, model=label)
-    return TaskError(
-        reason=FailureReason.UNEXPECTED_ERROR,
-        message=f"Unexpected {type(exc).__name__} while running template {call.template!r}: {redact(str(exc))}",
-        details={"model": label, "error_type": type(exc).__name__},
-    )
-
-
-def _body_message(body: object) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-        if isinstance(body.get("message"), str):
-            return str(body["message"])
-    if isinstance(body, str) and body:
-        return body
-    return None
-
-
-def _describe_errors(errors: list[dict[str, Any]] | str | None) -> str:
-    if not errors:
-        return "none"
-    if isinstance(errors, str):
-        return errors
-    parts = []
-    for err in errors[:3]:
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        parts.append(f"{loc + ': ' if loc else ''}{err.get('msg', '')}")
-    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
-    return "; ".join(parts) + more
-
-
-def _final_errors(exc: BaseException) -> list[dict[str, Any]] | None:
-    cause = exc.__cause__
-    if isinstance(cause, ValidationError):
-        return feedback_errors([list(cause.errors(include_url=False))])
-    if isinstance(cause, ToolRetryError):
-        return feedback_errors([cause.tool_retry.content])
-    return None
 
 
 def _total(attempts: list[Attempt]) -> UsageNotes:

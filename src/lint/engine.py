@@ -3,23 +3,20 @@
 Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
 `ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
 disagree; unlike registration, one mistake does not stop the check: each template and schema is
-checked on its own and every finding is kept.
+checked on its own and every finding is kept. Importing `--python` modules and locating findings in
+Python source is `atomtask.lint.python_sources`; `CheckReport` is defined with the findings.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 from atomtask.lint import compat, rules
-from atomtask.lint.findings import RULES, Finding, Severity, matches
+from atomtask.lint.findings import RULES, CheckReport, Finding, matches
+from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
 from atomtask.loading.providers import check_model_string
@@ -35,38 +32,12 @@ from atomtask.system.errors import (
     DuplicateNameError,
     SchemaError,
     SourceLocation,
-    TemplateError,
     UsageError,
 )
 from atomtask.system.templates import Template
 from pydantic import BaseModel
 
 __all__ = ["CheckReport", "check"]
-
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
-
-
-@attrs.frozen(kw_only=True)
-class CheckReport:
-    """The findings of one check (sorted by file, line, column), and what was checked."""
-
-    findings: tuple[Finding, ...]
-    files: int
-    templates: int
-    schemas: int
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
-
-    @property
-    def warnings(self) -> int:
-        return sum(1 for f in self.findings if f.severity is Severity.WARNING)
-
-    def failed(self, *, strict: bool = False) -> bool:
-        """Errors fail a check; warnings fail it only when `strict`."""
-        return self.errors > 0 or (strict and self.warnings > 0)
 
 
 def check(
@@ -178,16 +149,16 @@ class _Run:
 
     def import_module(self, name: str) -> None:
         try:
-            module = _import(name)
+            module = import_python(name)
         except UsageError as exc:
-            self.add(exc.with_location(_raising_line(exc) or SourceLocation(file=name)))
+            self.add(exc.with_location(raising_line(exc) or SourceLocation(file=name)))
             return
         except Exception as exc:
             self.note(
                 "E106",
                 f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
                 "(`--python package.module` or `--python path/to/file.py`).",
-                _raising_line(exc) or SourceLocation(file=name),
+                raising_line(exc) or SourceLocation(file=name),
             )
             return
         from atomtask.task_system import TaskSystem
@@ -337,7 +308,7 @@ class _Run:
         if template.location is not None:
             return template.location
         file = self.python_files.get(template.name)
-        return _find_in_file(file, template.name) if file else None
+        return find_in_file(file, template.name) if file else None
 
     def _field_location(
         self, owner: str | None, field: str | None, compiled: CompiledTemplate
@@ -349,7 +320,7 @@ class _Run:
                     return field_def.location
             return schema.location
         if owner and owner in self.models:
-            where = self.models.location_of(owner) or _class_location(self.models.get(owner), field)
+            where = self.models.location_of(owner) or class_location(self.models.get(owner), field)
             if where is not None:
                 return where
         template = compiled.template
@@ -373,65 +344,3 @@ def _closure(schema: SchemaDef, batch: dict[str, SchemaDef]) -> list[SchemaDef]:
                     out.append(batch[name])
                     todo.append(batch[name])
     return out
-
-
-def _import(name: str) -> Any:
-    if name.endswith(".py") or os.sep in name or "/" in name:
-        path = Path(name).resolve()
-        if not path.is_file():
-            raise TemplateError(f"No such Python file: {name!r}.")
-        module_name = f"_atomtask_check_{path.stem}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise TemplateError(f"Cannot import {name!r} as a Python module.")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        return module
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does, so the project's own modules import
-    return importlib.import_module(name)
-
-
-def _raising_line(exc: BaseException) -> SourceLocation | None:
-    """The innermost frame of the traceback outside atomtask and the import machinery."""
-    found: SourceLocation | None = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename.startswith((_PACKAGE_DIR, _IMPORTLIB_DIR, "<frozen")):
-            continue
-        found = SourceLocation(file=frame.filename, line=frame.lineno)
-    return found
-
-
-def _find_in_file(file: str, name: str) -> SourceLocation:
-    """The first line of `file` that quotes `name` (where a Python template is declared), else the file."""
-    try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return SourceLocation(file=file)
-    for quote in ('"', "'"):
-        needle = f"{quote}{name}{quote}"
-        for number, line in enumerate(lines, start=1):
-            column = line.find(needle)
-            if column >= 0:
-                return SourceLocation(file=file, line=number, column=column + 1)
-    return SourceLocation(file=file)
-
-
-def _class_location(cls: type[BaseModel], field: str | None) -> SourceLocation | None:
-    """Where a Python class (and its field, when found) is defined."""
-    import inspect
-
-    try:
-        file = inspect.getsourcefile(cls)
-        lines, start = inspect.getsourcelines(cls)
-    except (OSError, TypeError):
-        return None
-    if file is None:
-        return None
-    if field is not None:
-        for offset, line in enumerate(lines):
-            stripped = line.lstrip()
-            if stripped.startswith(f"{field}:") or stripped.startswith(f"{field} :"):
-                return SourceLocation(file=file, line=start + offset, column=len(line) - len(stripped) + 1)
-    return SourceLocation(file=file, line=start)

@@ -1,4 +1,4 @@
-"""What `atomtask check` reports: findings, each under a stable code documented by a `Rule`."""
+"""What `atomtask check` reports: findings, each under a stable code documented by a `Rule`, in a `CheckReport`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 from atomtask.system.errors import SourceLocation
 
-__all__ = ["RULES", "Finding", "Rule", "Severity", "matches"]
+__all__ = ["RULES", "CheckReport", "Finding", "Rule", "Severity", "matches"]
 
 
 class Severity(StrEnum):
@@ -60,6 +60,28 @@ class Finding:
     def __str__(self) -> str:
         where = str(self.location) if self.location is not None else "<unknown>"
         return f"{where}: {self.code} {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class CheckReport:
+    """The findings of one check (sorted by file, line, column), and what was checked."""
+
+    findings: tuple[Finding, ...]
+    files: int
+    templates: int
+    schemas: int
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.WARNING)
+
+    def failed(self, *, strict: bool = False) -> bool:
+        """Errors fail a check; warnings fail it only when `strict`."""
+        return self.errors > 0 or (strict and self.warnings > 0)
 
 
 def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:

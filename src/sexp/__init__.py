@@ -2,7 +2,8 @@
 
 `reader` reads source text into located nodes (lark), `defatom` turns declaration forms into the
 same `Template` / `SchemaDef` the YAML loader produces, `evaluator` runs scripts against a
-`TaskSystem`, and `loading` finds `.sexp` files for `TaskSystem.load`.
+`TaskSystem` (with the values of `values` and the builtins of `functions`), and `loading` finds
+`.sexp` files for `TaskSystem.load`.
 """
 
 from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError

@@ -1,0 +1,181 @@
+"""One model call: what is sent (`ModelCall`), what comes back (`CallOutcome`), and its failures.
+
+Every way a pydantic-ai run can fail (an HTTP error, an unreachable provider, answers that never
+validated, a usage limit, a missing provider package) is mapped here to a `TaskError` with a fixed
+`FailureReason` and a message that says the fix; the validation errors of the last answer are read
+from the exception's cause.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import structlog
+from atomtask.handlers.base import ModelChoice
+from atomtask.handlers.ledger import feedback_errors
+from atomtask.handlers.redact import redact
+from atomtask.loading.providers import API_KEY_ENV, install_command, provider_of
+from atomtask.system.errors import UsageError
+from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
+from atomtask.system.templates import OutputMode, TemplateLimits
+from pydantic import BaseModel, ValidationError
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    ToolRetryError,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UserError,
+)
+
+__all__ = ["CallOutcome", "ModelCall", "budget_error", "configuration_error", "errors_of_last_answer", "map_error"]
+
+log = structlog.get_logger()
+
+
+@attrs.frozen(kw_only=True)
+class ModelCall:
+    """One request to a model, fully rendered."""
+
+    template: str
+    model: ModelChoice
+    system: str | None
+    prompt: str
+    output_cls: type[BaseModel] | None
+    mode: OutputMode = OutputMode.TOOL
+    retries: int | None = None
+    limits: TemplateLimits | None = None
+    fallbacks: tuple[ModelChoice, ...] = ()
+    repair: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class CallOutcome:
+    """What came back: the validated output or an error, and the ledger of attempts either way."""
+
+    output: Any
+    content: str | None
+    attempts: list[Attempt]
+    usage: UsageNotes
+    error: TaskError | None = None
+    model: str | None = None
+    models_tried: list[str] = attrs.field(factory=list)
+
+
+def configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
+    """A model that cannot be used (missing provider package, missing key): a `configuration_error` naming the fix."""
+    label = choice.label
+    if isinstance(exc, ImportError):
+        message = (
+            f"Model {label!r} needs a provider package that is not installed; "
+            f"install it with `{install_command(label)}`."
+        )
+    elif isinstance(exc, UsageError):
+        message = exc.message
+    else:
+        message = f"Model {label!r} cannot be used: {redact(str(exc))}"
+    return TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label})
+
+
+def budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: list[Attempt]) -> TaskError:
+    """The next attempt would exceed the task's limits: a `usage_limit_exceeded` naming the models tried."""
+    models = sorted({a.model for a in attempts if a.model})
+    return TaskError(
+        reason=FailureReason.USAGE_LIMIT_EXCEEDED,
+        message=f"The next attempt (model {choice.label!r}) would exceed {exceeded} of template {call.template!r}, "
+        f"after {len(attempts)} attempt(s) on {', '.join(map(repr, models)) or 'no model'}. Raise the "
+        "template's `limits` (or the call's `limits=`) if this is expected; every attempt is in `notes.attempts`.",
+        details={"model": choice.label, "limits": call.limits.model_dump() if call.limits else None},
+    )
+
+
+def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: list[Attempt]) -> TaskError:
+    """A failed pydantic-ai run as a `TaskError`: its reason, a message that says what to do, and details."""
+    label = choice.label
+    provider = provider_of(label) or label
+    if isinstance(exc, UsageLimitExceeded):
+        return TaskError(
+            reason=FailureReason.USAGE_LIMIT_EXCEEDED,
+            message=f"{exc} (template {call.template!r}, {len(attempts)} model call(s) made). Raise the "
+            "template's `limits` if this is expected.",
+            details={"model": label, "limits": call.limits.model_dump() if call.limits else None},
+        )
+    if isinstance(exc, ModelHTTPError):
+        status = exc.status_code
+        body = redact(_body_message(exc.body) or str(exc))
+        message = f"Provider {provider!r} answered HTTP {status} for model {exc.model_name!r}: {body}"
+        details: dict[str, Any] = {"status": status, "provider": provider, "model": label}
+        if status in (401, 403):
+            env = API_KEY_ENV.get(provider)
+            if env is not None:
+                message += f". Check the `{env}` environment variable: the key is missing, wrong or not allowed."
+                details["env_var"] = env
+        return TaskError(reason=FailureReason.PROVIDER_ERROR, message=message, details=details)
+    if isinstance(exc, ModelAPIError):
+        return TaskError(
+            reason=FailureReason.PROVIDER_ERROR,
+            message=f"Provider {provider!r} failed for model {label!r}: {redact(str(exc))}",
+            details={"provider": provider, "model": label, "status": None, "error_type": type(exc).__name__},
+        )
+    if isinstance(exc, UnexpectedModelBehavior):
+        invalid = [a for a in attempts if a.errors and a.model == label]
+        if invalid:
+            last = _describe_errors(invalid[-1].errors)
+            return TaskError(
+                reason=FailureReason.OUTPUT_VALIDATION_FAILURE,
+                message=(
+                    f"The model's answer failed validation on all {len(invalid)} attempt(s) for template "
+                    f"{call.template!r}; last errors: {last}. Raise `retries`, tighten the instructions, or "
+                    "use a stronger model; every raw answer is in `notes.attempts`."
+                ),
+                details={"model": label, "attempts": len(invalid)},
+            )
+        return TaskError(
+            reason=FailureReason.PROVIDER_ERROR,
+            message=f"Model {label!r} behaved unexpectedly: {redact(str(exc))}",
+            details={"model": label, "provider": provider, "status": None},
+        )
+    if isinstance(exc, UserError):
+        return configuration_error(choice, exc)
+    log.exception("task_unexpected_error", template=call.template, model=label)
+    return TaskError(
+        reason=FailureReason.UNEXPECTED_ERROR,
+        message=f"Unexpected {type(exc).__name__} while running template {call.template!r}: {redact(str(exc))}",
+        details={"model": label, "error_type": type(exc).__name__},
+    )
+
+
+def _body_message(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    if isinstance(body, str) and body:
+        return body
+    return None
+
+
+def _describe_errors(errors: list[dict[str, Any]] | str | None) -> str:
+    if not errors:
+        return "none"
+    if isinstance(errors, str):
+        return errors
+    parts = []
+    for err in errors[:3]:
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        parts.append(f"{loc + ': ' if loc else ''}{err.get('msg', '')}")
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def errors_of_last_answer(exc: BaseException) -> list[dict[str, Any]] | None:
+    """The validation errors of the answer that exhausted the retries, when `exc` carries them."""
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):
+        return feedback_errors([list(cause.errors(include_url=False))])
+    if isinstance(cause, ToolRetryError):
+        return feedback_errors([cause.tool_retry.content])
+    return None

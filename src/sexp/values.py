@@ -1,0 +1,69 @@
+"""The values a script computes with that are not data, and the names that bind them.
+
+`TaskFunction` (what `defatom` binds and a template's name evaluates to), `Builtin` (a function of
+the language) and `Environment`, the chain of frames that `let` opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+from atomtask.sexp.reader import SList
+
+__all__ = ["MISSING", "Builtin", "Environment", "TaskFunction"]
+
+
+@attrs.frozen
+class TaskFunction:
+    """The value `defatom` binds: calling it runs the task of that name."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"<task {self.name}>"
+
+
+@attrs.frozen
+class Builtin:
+    """A function of the language; its arguments are evaluated, in order."""
+
+    name: str
+    fn: Callable[[list[Any], SList], Any] = attrs.field(repr=False)
+
+    def __str__(self) -> str:
+        return f"<builtin {self.name}>"
+
+
+MISSING = object()
+
+
+class Environment:
+    """Names bound to values, in a chain of frames (each `let` opens one)."""
+
+    def __init__(self, bindings: Mapping[str, Any] | None = None, parent: Environment | None = None) -> None:
+        self._values: dict[str, Any] = dict(bindings or {})
+        self._parent = parent
+
+    def lookup(self, name: str) -> Any:
+        """The value bound to `name` here or in an enclosing frame, else a private sentinel."""
+        env: Environment | None = self
+        while env is not None:
+            if name in env._values:
+                return env._values[name]
+            env = env._parent
+        return MISSING
+
+    def define(self, name: str, value: Any) -> None:
+        """Bind `name` in this frame."""
+        self._values[name] = value
+
+    def names(self) -> set[str]:
+        """Every name visible from this frame."""
+        env: Environment | None = self
+        found: set[str] = set()
+        while env is not None:
+            found.update(env._values)
+            env = env._parent
+        return found
