@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from atomtask import Template, TemplateError, UsageError
+from atomtask import ConfigurationError, Template, TemplateError, UsageError
 from atomtask.loading import readers
 from atomtask.loading.declarations import Declarations
 
 
 def test_a_registered_reader_reads_its_suffix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One `register_reader` call makes folders include the suffix and `read_file` dispatch to the reader."""
+    readers.suffixes()  # plugins registered in the real registry first, so the copy below is complete
     monkeypatch.setattr(readers, "_READERS", dict(readers._READERS))
 
     def read_txt(path: Path, errors: list[UsageError]) -> Declarations:
@@ -47,3 +50,77 @@ def test_yaml_reader_collects_errors_and_reads_on(tmp_path: Path) -> None:
     declarations = readers.read_file(path, errors)
     assert ["b"] == [t.name for t in declarations.templates]
     assert [(str(path), 1), (str(path), None)] == [(e.location.file, e.location.line) for e in errors if e.location]
+
+
+def _plugin_package(root: Path, value: str) -> None:
+    """An installed distribution (real metadata on `sys.path`) naming `value` in `atomtask.readers`."""
+    info = root / "atomtask_plugin_probe-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: atomtask-plugin-probe\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[atomtask.readers]\nprobe = {value}\n")
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registry that has not looked for plugins yet, restored after the test."""
+    readers.suffixes()  # the real registry is complete when it is restored
+    monkeypatch.setattr(readers, "_READERS", {k: v for k, v in readers._READERS.items() if k != ".sexp"})
+    monkeypatch.setattr(readers, "_plugins_loaded", False)
+
+
+def test_sexp_reader_comes_from_its_entry_point_without_the_loading_layer_importing_sexp() -> None:
+    """`.sexp` files are readable through the `atomtask.readers` entry point; the loading layer names no front end."""
+    from importlib.metadata import entry_points
+
+    assert ["atomtask.sexp.loading:register"] == [e.value for e in entry_points(group="atomtask.readers")]
+    probe = (
+        "import sys; from atomtask.loading import readers; "
+        "print('.sexp' in readers.suffixes(), 'atomtask.sexp.reader' in sys.modules, 'lark' in sys.modules)"
+    )
+    # Registered, yet nothing of the front end's parser is imported until a `.sexp` file is read.
+    assert (
+        "True False False"
+        == subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    )
+
+
+@pytest.mark.usefixtures("fresh_registry")
+def test_a_plugin_reader_is_registered_on_first_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package declaring an `atomtask.readers` entry point gets its suffix read, with no import by the user."""
+    (tmp_path / "probe_reader.py").write_text(
+        "from atomtask.loading.declarations import Declarations\n"
+        "from atomtask.loading.readers import register_reader\n"
+        "from atomtask.system.templates import Template\n"
+        "def register():\n"
+        "    register_reader(['.probe'], lambda path, errors: Declarations(\n"
+        "        templates=[Template(name=path.stem, instructions=path.read_text())]))\n"
+    )
+    _plugin_package(tmp_path, "probe_reader:register")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "hello.probe").write_text("Say hello")
+    files = readers.declaration_files([tmp_path])
+    assert [tmp_path / "hello.probe"] == files
+    assert ["hello"] == [t.name for t in readers.read_file(files[0], []).templates]
+    assert {".probe", ".sexp"} <= set(readers.suffixes())
+
+
+@pytest.mark.usefixtures("fresh_registry")
+def test_a_reader_registered_in_code_wins_over_a_plugin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`register_reader` before the first lookup is not overridden by the entry point for the same suffix."""
+
+    def mine(path: Path, errors: list[UsageError]) -> Declarations:
+        return Declarations()
+
+    readers.register_reader([".sexp"], mine)
+    assert mine is readers.reader_for(Path("x.sexp"))
+
+
+@pytest.mark.usefixtures("fresh_registry")
+def test_a_broken_plugin_is_a_configuration_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry point whose module cannot be imported raises ConfigurationError naming the entry point and the fix."""
+    _plugin_package(tmp_path, "no_such_module_here:register")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigurationError) as caught:
+        readers.suffixes()
+    assert "'probe' (no_such_module_here:register" in str(caught.value)
+    assert "ModuleNotFoundError" in str(caught.value) and "Reinstall the package" in str(caught.value)

@@ -17,6 +17,7 @@ which then stands for the whole file). Every declaration it returns carries its 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -33,32 +34,49 @@ ENTRY_POINT_GROUP = "atomtask.readers"
 
 _READERS: dict[str, Reader] = {}
 _plugins_loaded = False
+_plugins_loading = False
+_PLUGINS_LOCK = threading.RLock()
 
 
 def register_reader(file_suffixes: Iterable[str], reader: Reader) -> None:
     """Read files ending in any of `file_suffixes` (`".sexp"`, with the dot) with `reader`."""
     _load_plugins()  # so that what is registered in code replaces a plugin's reader, never the reverse
+    _add(file_suffixes, reader)
+
+
+def _add(file_suffixes: Iterable[str], reader: Reader) -> None:
     for suffix in file_suffixes:
         _READERS[suffix.lower()] = reader
 
 
 def _load_plugins() -> None:
-    """Call each `atomtask.readers` entry point's registration function, once per process."""
-    global _plugins_loaded
+    """Call each `atomtask.readers` entry point's registration function, once per process.
+
+    Other threads wait until every plugin has registered; the registration functions themselves call
+    `register_reader`, which comes back here on the same thread and returns at once.
+    """
+    global _plugins_loaded, _plugins_loading
     if _plugins_loaded:
         return
-    _plugins_loaded = True  # first: the functions called below call `register_reader`
-    from importlib.metadata import entry_points
-
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+    with _PLUGINS_LOCK:
+        if _plugins_loaded or _plugins_loading:
+            return
+        _plugins_loading = True
         try:
-            entry_point.load()()
-        except Exception as exc:
-            raise ConfigurationError(
-                f"The declaration reader {entry_point.name!r} ({entry_point.value}, entry point group "
-                f"{ENTRY_POINT_GROUP!r}) failed to register: {type(exc).__name__}: {exc}. Reinstall the package "
-                "that provides it, or uninstall it.",
-            ) from exc
+            from importlib.metadata import entry_points
+
+            for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+                try:
+                    entry_point.load()()
+                except Exception as exc:
+                    raise ConfigurationError(
+                        f"The declaration reader {entry_point.name!r} ({entry_point.value}, entry point group "
+                        f"{ENTRY_POINT_GROUP!r}) failed to register: {type(exc).__name__}: {exc}. Reinstall the "
+                        "package that provides it, or uninstall it.",
+                    ) from exc
+            _plugins_loaded = True
+        finally:
+            _plugins_loading = False
 
 
 def suffixes() -> list[str]:
@@ -132,5 +150,6 @@ def _read_json_schema(path: Path, errors: list[UsageError]) -> Declarations:
     return Declarations(json_schemas=[json_schema_file_definition(path)])
 
 
-register_reader(YAML_SUFFIXES, _read_yaml)
-register_reader((".json",), _read_json_schema)
+# The built-in readers: plugins may replace them, and no plugin is looked for while this module loads.
+_add(YAML_SUFFIXES, _read_yaml)
+_add((".json",), _read_json_schema)
