@@ -14,6 +14,8 @@ import pytest
 
 from benchmarks.json_schema_suite import ANNOTATION_ONLY, FileResult, run
 
+pytestmark = pytest.mark.corpus  # run by .ci/run (`pytest -m corpus`), not by the README's test command
+
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "json-schema-test-suite"
 
 
