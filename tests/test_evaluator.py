@@ -16,7 +16,8 @@ from atomtask import (
     TaskSystem,
     UsageError,
 )
-from atomtask.sexp.evaluator import SPECIAL_FORMS, TaskFunction, equal
+from atomtask.sexp.evaluator import SPECIAL_FORMS, TaskFunction
+from atomtask.sexp.functions import equal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel

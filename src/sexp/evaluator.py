@@ -30,7 +30,6 @@ from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.sexp.defatom import datum, describe, schema_from_form, template_from_form
 from atomtask.sexp.errors import SexpEvalError
 from atomtask.sexp.functions import BUILTINS, arity, truthy, value_name
-from atomtask.sexp.functions import equal as equal  # re-exported: `equal` is imported from this module
 from atomtask.sexp.reader import Literal, Node, SList, Symbol, read
 from atomtask.sexp.values import MISSING, Builtin, Environment, TaskFunction
 from atomtask.system.errors import TemplateError, did_you_mean
