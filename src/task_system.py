@@ -1,19 +1,24 @@
-"""`TaskSystem`: the facade most users touch. It owns one of each part and wires them together."""
+"""`TaskSystem`: the facade most users touch. It owns one of each part and wires them together.
+
+The parts that run tasks (the manager, which imports pydantic-ai, and the executor) are built on
+first use, so constructing a system and loading or listing templates does not import pydantic-ai.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
-from atomtask.executors.atomic import AtomicTaskExecutor
 from atomtask.handlers.base import BaseHandler
-from atomtask.handlers.llm import LLMInteractionManager
 from atomtask.loading.declarations import Declarations
+from atomtask.loading.model_settings import check_model_settings
+from atomtask.loading.providers import check_model_string
 from atomtask.loading.readers import load_paths
 from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.schemas.builtins import BUILTIN_SCHEMAS
+from atomtask.schemas.builtins import register_builtin_schemas
 from atomtask.schemas.fields import build_models
 from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.requests import SubtaskRequest
@@ -22,6 +27,8 @@ from atomtask.system.retry_policy import ProviderRetries
 from atomtask.system.templates import Template, TemplateLimits
 
 if TYPE_CHECKING:
+    from atomtask.executors.atomic import AtomicTaskExecutor
+    from atomtask.handlers.llm import LLMInteractionManager
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
 
@@ -50,7 +57,8 @@ class TaskSystem:
         model: the default model: a pydantic-ai model string or `Model` instance (e.g. `FunctionModel`).
         templates: a YAML file or folder (or several) to load right away.
         base_url: an OpenAI-compatible endpoint for `openai-chat:` models (Ollama, vLLM, ...).
-        model_settings: pydantic-ai `ModelSettings` applied to every call.
+        model_settings: pydantic-ai `ModelSettings` applied to every call (a template's `model_settings` and a
+            call's `model_settings=` go on top, key by key); checked like a template's.
         importable: packages whose Pydantic classes templates may name by import path
             (`schema: {python: "myapp.schemas:Contact"}`); any other module is refused, never imported.
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
@@ -68,16 +76,35 @@ class TaskSystem:
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
-        for cls in BUILTIN_SCHEMAS:
-            self.models.register(cls)
+        register_builtin_schemas(self.models)
         self.templates = TemplateRegistry(self.models)
+        if model_settings is not None:
+            checked = check_model_settings(model_settings, where="the TaskSystem (`model_settings=`)")
+            model_settings = cast("ModelSettings", checked)
         self.handler = BaseHandler(
             model=model, base_url=base_url, model_settings=model_settings, provider_retries=provider_retries
         )
-        self.manager = LLMInteractionManager(self.handler)
-        self.executor = AtomicTaskExecutor(self.templates, self.manager)
+        self._executor: AtomicTaskExecutor | None = None
+        self._parts_lock = threading.Lock()
         if templates is not None:
             self.load(templates)
+
+    @property
+    def manager(self) -> LLMInteractionManager:
+        """The `LLMInteractionManager` that builds and runs the pydantic-ai Agents (built on first use)."""
+        return self.executor.manager
+
+    @property
+    def executor(self) -> AtomicTaskExecutor:
+        """The `AtomicTaskExecutor` that runs tasks (built on first use: it imports pydantic-ai)."""
+        if self._executor is None:
+            with self._parts_lock:
+                if self._executor is None:
+                    from atomtask.executors.atomic import AtomicTaskExecutor
+                    from atomtask.handlers.llm import LLMInteractionManager
+
+                    self._executor = AtomicTaskExecutor(self.templates, LLMInteractionManager(self.handler))
+        return self._executor
 
     def load(self, path: str | Path | Iterable[str | Path]) -> list[str]:
         """Load templates and named schemas from YAML and `.sexp` files or folders; returns the template names.
@@ -91,22 +118,38 @@ class TaskSystem:
         paths = [path] if isinstance(path, str | Path) else list(path)
         return self.register_declarations(load_paths(paths))
 
-    def defatom(self, source: str, *, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> Any:
+    def defatom(
+        self,
+        source: str,
+        *,
+        file: str = "<string>",
+        variables: Mapping[str, Any] | None = None,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Evaluate S-expression source (`defatom`, `defschema`, task calls...); returns the last value.
 
-        `variables` are bound as names the source can use. Syntax mistakes raise `SexpSyntaxError`,
-        bad declarations the same usage errors as YAML, and run-time mistakes `SexpEvalError`, each
-        with the line and column.
+        `variables` are bound as names the source can use. `model` and `model_settings` apply to every
+        task call in the source, as `execute(..., model=, model_settings=)` would: the model wins over
+        each template's own (and its fallbacks), the settings go on top of each template's. A bad
+        model string or setting raises `ConfigurationError` before anything is evaluated. Syntax
+        mistakes raise `SexpSyntaxError`, bad declarations the same usage errors as YAML, and run-time
+        mistakes `SexpEvalError`, each with the line and column.
 
         Example:
             ```python
             system.defatom('(defatom greet (params (who str)) (instructions "Say hi to {{who}}"))')
-            result = system.defatom('(greet (who "Ada"))')  # a TaskResult
+            result = system.defatom('(greet (who "Ada"))', model="openai-chat:gpt-4o-mini")  # a TaskResult
             ```
         """
         from atomtask.sexp.evaluator import Interpreter
 
-        return Interpreter(self).evaluate(source, file=file, variables=variables)
+        if isinstance(model, str):
+            check_model_string(model, where="`defatom(model=...)`")
+        if model_settings is not None:
+            model_settings = check_model_settings(model_settings, where="`defatom(model_settings=...)`")
+        interpreter = Interpreter(self, model=model, model_settings=model_settings)
+        return interpreter.evaluate(source, file=file, variables=variables)
 
     def register_declarations(self, declarations: Declarations) -> list[str]:
         """Register already-read schemas and templates (what `load` does after reading files)."""
@@ -137,6 +180,7 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -150,6 +194,7 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -162,16 +207,29 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task and return its `TaskResult`; a failed task is a FAILED result, not an exception.
 
         `expect=Cls` types the result as `TaskResult[Cls]` and fails (configuration_error) when the
-        template's declared output is not a `Cls`. `retries=` overrides the template's output retries,
-        `limits=` tightens its limits (across all attempts and fallbacks), `repair=False` turns local
-        output repair off for this call.
+        template's declared output is not a `Cls`. `model=` wins over the template's model and its
+        fallbacks. `retries=` overrides the template's output retries, `limits=` tightens its limits
+        (across all attempts and fallbacks), `repair=False` turns local output repair off for this call.
+        `model_settings=` (pydantic-ai `ModelSettings`: `temperature`, `max_tokens`, `seed`, ...) go on
+        top of the template's and the TaskSystem's, key by key; an unknown key or a value of the wrong
+        type fails the call with `configuration_error`.
+
+        Called where an event loop is already running (Jupyter, an async web handler), the task runs
+        on a worker thread while the caller waits; `await execute_async(...)` avoids blocking the loop.
         """
-        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        options: dict[str, Any] = {
+            "model": model,
+            "retries": retries,
+            "limits": limits,
+            "repair": repair,
+            "model_settings": model_settings,
+        }
         return self.executor.execute(name_or_request, inputs, expect=expect, **options)
 
     @overload
@@ -184,6 +242,7 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -197,6 +256,7 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -209,8 +269,15 @@ class TaskSystem:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
-        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        options: dict[str, Any] = {
+            "model": model,
+            "retries": retries,
+            "limits": limits,
+            "repair": repair,
+            "model_settings": model_settings,
+        }
         return await self.executor.execute_async(name_or_request, inputs, expect=expect, **options)

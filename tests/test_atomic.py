@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 from typing import Any, assert_type
 
 import pytest
@@ -18,6 +20,8 @@ from atomtask import (
     Template,
 )
 from pydantic import BaseModel, Field
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.helpers import Recorder, user_text
 
@@ -247,3 +251,114 @@ def test_notes_record_template_model_and_duration() -> None:
     assert "system" == result.notes.model_source
     assert "tool" == result.notes.output_mode
     assert result.notes.duration_ms > 0
+
+
+# -- the call's model and model settings ------------------------------------------------------------------
+
+
+def test_a_call_model_wins_over_the_templates_model_and_its_fallbacks() -> None:
+    """`model=` replaces the template's choice: neither its `model` nor its `fallbacks` run."""
+    rec = Recorder({"email": "no name"})  # never valid: the template's fallback would answer
+    system = make_system(rec, model="test", fallbacks=["test"], retries=0)
+    result = system.execute("extract", {"text": "x"}, model=rec.model)
+    assert result.error is not None
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == result.error.reason
+    assert ["function:recorder"] == result.notes.models_tried
+    assert "call" == result.notes.model_source
+
+
+def test_model_settings_merge_system_template_and_call_key_by_key() -> None:
+    """The model receives the TaskSystem's settings, the template's on top, the call's on top of both."""
+    rec = Recorder({"name": "a"})
+    system = TaskSystem(model=rec.model, model_settings={"seed": 7, "temperature": 1.0, "top_p": 0.5})
+    system.models.register(Contact)
+    system.register(
+        Template(
+            name="extract",
+            instructions="x",
+            output_format=OutputFormat(type="json", schema="Contact"),
+            model_settings={"temperature": 0.5, "max_tokens": 50, "top_p": 0.9},
+        )
+    )
+    assert system.execute("extract", model_settings={"temperature": 0}).ok
+    received = rec.calls[0][1].model_settings or {}
+    assert {"seed": 7, "temperature": 0.0, "max_tokens": 50, "top_p": 0.9} == {
+        k: v for k, v in received.items() if k != "max_retries"
+    }
+
+
+def test_invalid_call_model_settings_fail_as_configuration_error_before_any_call() -> None:
+    """An unknown or mistyped setting on the call is a FAILED configuration_error naming the fix, like `limits=`."""
+    rec = Recorder()
+    system = make_system(rec)
+    unknown = system.execute("extract", {"text": "x"}, model_settings={"temprature": 0})
+    assert unknown.error is not None
+    assert FailureReason.CONFIGURATION_ERROR == unknown.error.reason
+    assert "Unknown model setting 'temprature'" in unknown.error.message
+    assert "Did you mean 'temperature'?" in unknown.error.message
+    mistyped = system.execute("extract", {"text": "x"}, model_settings={"max_tokens": "many"})
+    assert mistyped.error is not None
+    assert "Model setting 'max_tokens' of this call (`model_settings=`) must be int, got str 'many'" in (
+        mistyped.error.message
+    )
+    assert [] == rec.calls
+
+
+# -- the sync call where an event loop is already running ---------------------------------------------------
+
+
+def thread_reporting_system(threads: list[str]) -> TaskSystem:
+    """A system whose model records the thread it runs on (an async function runs on the loop's thread)."""
+
+    async def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        threads.append(threading.current_thread().name)
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"name": "Loop"})])
+
+    system = TaskSystem(model=FunctionModel(reply))
+    system.models.register(Contact)
+    system.register(
+        Template(name="extract", instructions="x", output_format=OutputFormat(type="json", schema="Contact"))
+    )
+    return system
+
+
+async def test_sync_execute_inside_an_async_function_runs_on_a_worker_thread() -> None:
+    """`execute` (sync) from an `async def` answers instead of "This event loop is already running"."""
+    threads: list[str] = []
+    result = thread_reporting_system(threads).execute("extract")
+    assert Contact(name="Loop") == result.unwrap()
+    assert 1 == len(threads)
+    assert threads[0].startswith("atomtask-sync")
+
+
+def test_sync_execute_from_a_callback_of_a_running_loop_keeps_context_variables() -> None:
+    """Synchronous code run by a running loop (a notebook cell, a callback) gets the result and its contextvars."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+    seen: list[str] = []
+
+    def reply(messages: Any, info: Any) -> dict[str, str]:
+        seen.append(request_id.get())
+        return {"name": "Callback"}
+
+    system = make_system(Recorder(reply))
+
+    async def main() -> TaskResult[Any]:
+        done: asyncio.Future[TaskResult[Any]] = asyncio.get_running_loop().create_future()
+
+        def callback() -> None:
+            request_id.set("r-42")
+            done.set_result(system.execute("extract", {"text": "x"}))
+
+        asyncio.get_running_loop().call_soon(callback)
+        return await done
+
+    result = asyncio.run(main())
+    assert Contact(name="Callback") == result.unwrap()
+    assert ["r-42"] == seen
+
+
+def test_sync_execute_outside_a_loop_runs_on_the_callers_thread() -> None:
+    """Without a running loop, `execute` runs its loop in the calling thread, as pydantic-ai's `run_sync` does."""
+    threads: list[str] = []
+    assert thread_reporting_system(threads).execute("extract").ok
+    assert [threading.current_thread().name] == threads

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from atomtask import AssociativeMatchResult, MatchItem, TaskSystem
 from atomtask.schemas.builtins import BUILTIN_SCHEMAS
-from pydantic import ValidationError
+from atomtask.task_system import bundled_templates_path
+from pydantic import BaseModel, ValidationError
 
 from tests.helpers import Recorder
 
@@ -49,3 +50,44 @@ def test_loading_the_templates_folder_binds_the_python_class(templates_dir: Path
     inputs = {"query": "q", "candidates": '<document id="x">\nt\n</document>'}
     result = system.execute("associative_match", inputs, model=rec.model, expect=AssociativeMatchResult)
     assert isinstance(result.unwrap().matches[0], MatchItem)
+
+
+USER_SCHEMAS = """\
+schemas:
+  - name: MatchItem
+    fields:
+      - {name: title, type: str}
+  - name: AssociativeMatchResult
+    fields:
+      - {name: items, type: "list[MatchItem]"}
+templates:
+  - name: pick
+    instructions: Pick
+    output_format: {type: json, schema: AssociativeMatchResult}
+"""
+
+
+def test_user_schemas_may_take_the_builtin_names(tmp_path: Path) -> None:
+    """A user's `MatchItem` and `AssociativeMatchResult` are theirs; the shipped template keeps the built-ins."""
+    (tmp_path / "mine.yaml").write_text(USER_SCHEMAS)
+    system = TaskSystem(templates=[tmp_path, bundled_templates_path() / "associative_match.yaml"])
+    mine = system.templates.compiled("pick").output_cls
+    assert mine is system.models.get("AssociativeMatchResult")
+    assert mine is not AssociativeMatchResult
+    assert ["title"] == list(system.models.get("MatchItem").model_fields)
+    assert AssociativeMatchResult is system.templates.compiled("associative_match").output_cls
+    assert (AssociativeMatchResult, MatchItem) == (
+        system.models.get("atomtask.AssociativeMatchResult"),
+        system.models.get("atomtask.MatchItem"),
+    )
+
+
+def test_a_user_class_registered_in_python_takes_the_name() -> None:
+    """`system.models.register(MyMatchItem, "MatchItem")` is not a duplicate-name error."""
+
+    class MyMatchItem(BaseModel):
+        title: str
+
+    system = TaskSystem()
+    system.models.register(MyMatchItem, "MatchItem")
+    assert MyMatchItem is system.models.get("MatchItem")

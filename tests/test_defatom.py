@@ -170,6 +170,40 @@ def test_malformed_defatom_forms_are_template_errors_at_the_clause(
     assert fragment in info.value.message
 
 
+def test_model_settings_clause_as_pairs_or_one_list() -> None:
+    """`(model_settings ((temperature 0) (max_tokens 50)))` and the unwrapped pairs declare the same settings."""
+    wrapped = template('(defatom t (instructions "x") (model_settings ((temperature 0) (stop_sequences ("END")))))')
+    pairs = template('(defatom t (instructions "x") (model_settings (temperature 0) (stop_sequences ("END"))))')
+    assert {"temperature": 0, "stop_sequences": ["END"]} == wrapped.model_settings == pairs.model_settings
+
+
+def test_model_setting_errors_point_at_the_entry() -> None:
+    """An unknown setting is refused at registration with "did you mean", at the line and column of its pair."""
+    system = TaskSystem()
+    with pytest.raises(TemplateError) as info:
+        system.defatom(
+            '(defatom t (instructions "x")\n  (model_settings ((max_tokens 5) (temprature 0))))', file="t.sexp"
+        )
+    assert loc(2, 35) == info.value.location
+    assert "Unknown model setting 'temprature' in template 't'. Did you mean 'temperature'?" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "fragment"),
+    [
+        ('(defatom t (instructions "x") (temperature 0))', (1, 31), "`(model_settings ((temperature ...)))`"),
+        ('(defatom t (instructions "x") (model_settings (temperature)))', (1, 47), "list of `(key value)` pairs"),
+        ('(defatom t (instructions "x") (model_settings (seed 1) (seed 2)))', (1, 56), "'seed' is repeated"),
+    ],
+)
+def test_malformed_model_settings_are_template_errors(source: str, where: tuple[int, int], fragment: str) -> None:
+    """A setting written as a clause, a pair without a value, a repeated key: each at its form, saying the fix."""
+    with pytest.raises(TemplateError) as info:
+        template(source)
+    assert loc(*where) == info.value.location
+    assert fragment in info.value.message
+
+
 def test_unknown_clause_lists_the_valid_ones_and_suggests() -> None:
     """An unknown clause names every valid clause and the nearest one."""
     with pytest.raises(TemplateError) as info:

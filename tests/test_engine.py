@@ -60,14 +60,26 @@ def test_shipped_templates_are_clean(templates_dir: Path) -> None:
 def test_every_error_in_a_file_is_reported(tmp_path: Path) -> None:
     """One run reports each broken template and schema, each at its line, not just the first."""
     write(tmp_path, "bad.yaml", BAD)
-    assert [("E102", 4), ("E101", 8), ("E104", 11), ("E103", 22)] == codes(tmp_path)
+    assert [("E102", 4), ("E101", 8), ("E104", 11), ("E103", 14), ("E103", 22)] == codes(tmp_path)
 
 
-def test_a_broken_schema_is_reported_once(tmp_path: Path) -> None:
-    """A template naming a schema that failed to build does not repeat the schema's error."""
-    write(tmp_path, "bad.yaml", BAD)
-    messages = [f.message for f in check([tmp_path]).findings]
-    assert 1 == sum("Broken" in m for m in messages)
+def test_a_broken_schema_is_reported_as_invalid_where_it_is_used(tmp_path: Path) -> None:
+    """A template naming a schema that failed to build is told the schema is invalid (and where), not unknown."""
+    path = write(tmp_path, "bad.yaml", BAD)
+    findings = {f.location.line if f.location else None: f.message for f in check([tmp_path]).findings}
+    assert "lst[str]" in findings[22]
+    assert f"uses schema 'Broken', which is declared at {path}:20:5 but invalid" in findings[14]
+    assert "Unknown schema" not in findings[14]
+
+
+def test_a_schema_the_reader_rejected_is_invalid_not_unknown(tmp_path: Path) -> None:
+    """A schema refused while reading (a bad key) is named as invalid where a template uses it."""
+    write(tmp_path, "s.yaml", "name: Card\nfields: [{name: a, typo: 1}]\n")
+    write(tmp_path, "t.yaml", "name: t\ninstructions: hi\noutput_format: {type: json, schema: Card}\n")
+    messages = [(f.code, f.message) for f in check([tmp_path]).findings]
+    assert "E101" == messages[0][0]
+    assert "E103" == messages[1][0]
+    assert "uses schema 'Card', which is declared at" in messages[1][1]
 
 
 def test_duplicates_across_files_show_both_locations(tmp_path: Path) -> None:
@@ -96,7 +108,7 @@ def test_select_and_ignore_filter_by_code_prefix(tmp_path: Path) -> None:
     """`select` keeps codes starting with a prefix; `ignore` drops them."""
     write(tmp_path, "bad.yaml", BAD)
     assert [("E104", 11)] == codes(tmp_path, select=["E104"])
-    assert [("E102", 4), ("E103", 22)] == codes(tmp_path, select=["E10"], ignore=["E101", "E104"])
+    assert [("E102", 4), ("E103", 14), ("E103", 22)] == codes(tmp_path, select=["E10"], ignore=["E101", "E104"])
 
 
 def test_warnings_point_at_the_field(tmp_path: Path) -> None:
@@ -209,3 +221,94 @@ def test_a_missing_path_does_not_stop_the_others(tmp_path: Path, templates_dir: 
     report = check([tmp_path / "nope", templates_dir])
     assert ["E101"] == [f.code for f in report.findings]
     assert 8 == report.templates
+
+
+def test_every_problem_of_one_template_and_one_schema_is_reported(tmp_path: Path) -> None:
+    """A template with several mistakes and a schema with several bad fields get one finding per mistake."""
+    write(
+        tmp_path,
+        "t.yaml",
+        """\
+        name: many
+        params: {a: "lst[str]", b: {type: int, default: x}}
+        model: opanai:gpt-4o
+        system: Be {{nope}}.
+        instructions: Do {{a}} {{b}} {{zzz}}
+        output_format: {type: json, schema: Missing}
+        ---
+        name: S
+        fields:
+          - {name: a, type: "lst[str]"}
+          - {name: b, type: int, ge: 5, le: 1}
+        """,
+    )
+    assert [
+        ("E103", 2),
+        ("E102", 2),
+        ("E104", 3),
+        ("E102", 4),
+        ("E102", 5),
+        ("E103", 6),
+        ("E103", 10),
+        ("E103", 11),
+    ] == codes(tmp_path)
+
+
+def test_a_json_file_that_is_not_a_schema_is_a_w101_warning(tmp_path: Path) -> None:
+    """A `.json` data file in the folder is skipped with W101 at its first line, not made a schema."""
+    write(tmp_path, "settings.json", '{"theme": "dark"}')
+    report = check([tmp_path])
+    assert [("W101", "warning", 1, 1)] == [
+        (f.code, f.severity.value, f.location.line, f.location.column) for f in report.findings if f.location
+    ]
+    assert (0, 1) == (report.schemas, report.files)
+
+
+def test_findings_in_json_files_carry_line_and_column(tmp_path: Path) -> None:
+    """Errors and warnings about a `.json` schema point at the line and column of the key concerned."""
+    write(
+        tmp_path,
+        "Review.json",
+        """\
+        {
+          "type": "object",
+          "properties": {
+            "score": {"type": "number"},
+            "label": {"type": "string", "description": "The label."}
+          },
+          "required": ["score", "label"]
+        }
+        """,
+    )
+    write(tmp_path, "Bad.json", '{\n  "type": "object",\n  "properties": {"n": {"type": "integer", "maximun": 3}}\n}\n')
+    write(tmp_path, "t.yaml", "name: t\ninstructions: Review\noutput_format: {type: json, schema: Review}\n")
+    found = {
+        (f.code, Path(f.location.file or "").name, f.location.line, f.location.column)
+        for f in check([tmp_path]).findings
+        if f.location
+    }
+    assert {("E103", "Bad.json", 3, 43), ("W203", "Review.json", 4, 5)} == found
+
+
+def test_the_response_of_a_described_scalar_output_needs_no_description(tmp_path: Path) -> None:
+    """A JSON Schema whose root is a scalar is described by its own description: no W203 for `response`."""
+    write(
+        tmp_path,
+        "t.yaml",
+        """\
+        name: count
+        instructions: Count
+        output_format:
+          type: json
+          schema: {json_schema: {type: integer, minimum: 0}, description: How many there are.}
+        """,
+    )
+    assert [] == codes(tmp_path)
+
+
+def test_a_module_raising_a_base_exception_on_import_is_an_error_finding(tmp_path: Path) -> None:
+    """A module that raises a BaseException (not KeyboardInterrupt) while imported is E106, not the end of check."""
+    script = write(tmp_path, "bad.py", "class Stop(BaseException):\n    pass\n\n\nraise Stop('halt')\n")
+    findings = check(python=[str(script)]).findings
+    assert [("E106", 5)] == [(f.code, f.location.line if f.location else None) for f in findings]
+    assert "raised Stop: halt while being imported" in findings[0].message

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from atomtask import (
     AtomTaskError,
+    ConfigurationError,
     FailureReason,
     SexpEvalError,
     SexpSyntaxError,
@@ -145,6 +146,38 @@ def test_task_call_runs_execute_with_named_evaluated_arguments() -> None:
     assert isinstance(result, TaskResult)
     assert "Hello, Ada!" == result.unwrap()
     assert "Say hi to Ada!" == user_text(rec.calls[0][0])
+
+
+def test_a_scripts_model_and_settings_apply_to_every_task_call() -> None:
+    """`defatom(..., model=, model_settings=)`: every task call runs on that model, with those settings on top."""
+    rec = Recorder("Hi, Ada!", "Hi, Bo!")
+    system = TaskSystem()
+    source = (
+        '(defatom greet (params who) (instructions "Say hi to {{who}}") (model "test")'
+        " (model_settings ((temperature 0.7) (max_tokens 20))))"
+        ' (list (greet (who "Ada")) (greet (who "Bo")))'
+    )
+    results = system.defatom(source, model=rec.model, model_settings={"temperature": 0})
+    assert ["Hi, Ada!", "Hi, Bo!"] == [r.unwrap() for r in results]
+    assert ["call", "call"] == [r.notes.model_source for r in results]
+    received = [info.model_settings or {} for _, info in rec.calls]
+    assert [(0.0, 20), (0.0, 20)] == [(s["temperature"], s["max_tokens"]) for s in received]
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"model_settings": {"temprature": 0}}, "Did you mean 'temperature'?"),
+        ({"model": "opanai:gpt-4o"}, "Unknown provider 'opanai'"),
+    ],
+)
+def test_a_bad_script_model_or_setting_raises_before_evaluating(options: dict[str, Any], fragment: str) -> None:
+    """A bad `model=` or `model_settings=` is a ConfigurationError before any form runs (nothing is defined)."""
+    system = TaskSystem()
+    with pytest.raises(ConfigurationError) as info:
+        system.defatom(GREET, **options)
+    assert fragment in info.value.message
+    assert "greet" not in system.templates
 
 
 def test_yaml_and_python_templates_can_be_called_by_name(templates_dir: Any) -> None:

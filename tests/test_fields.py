@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from atomtask.schemas.declarations import FieldDef, SchemaDef
+from atomtask.schemas.field_checks import schema_problems
 from atomtask.schemas.fields import build_models
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation
 from pydantic import BaseModel, ValidationError
@@ -530,3 +531,79 @@ def test_format_applies_to_str_fields_only() -> None:
     """`format` on a non-string field is refused."""
     error = error_of([schema("Thing", FieldDef(name="n", type="int", format="email"))])
     assert "`format` does not apply to field 'n' of schema 'Thing', whose type is 'int'" in error.message
+
+
+# ---------------------------------------------------------------------------------------------
+# Nested objects, bare list and dict
+
+
+def test_object_with_nested_fields_builds_a_nested_class() -> None:
+    """`type: object` with `fields:` is a nested class; `list[object]` a list of them; `object?` optional."""
+    street = FieldDef(name="street", type="str", description="Street")
+    contact = one(
+        FieldDef(name="address", type="object", fields=[street]),
+        FieldDef(name="phones", type="list[object]", fields=[FieldDef(name="number", type="str")]),
+        FieldDef(name="office", type="object?", fields=[street]),
+        name="Contact",
+    )
+    value = contact.model_validate({"address": {"street": "Main"}, "phones": [{"number": "1"}]})
+    assert "Main" == value.address.street  # type: ignore[attr-defined]  # built at runtime
+    assert ("ContactAddress", "ContactPhones", None) == (
+        type(value.address).__name__,  # type: ignore[attr-defined]
+        type(value.phones[0]).__name__,  # type: ignore[attr-defined]
+        value.office,  # type: ignore[attr-defined]
+    )
+    with pytest.raises(ValidationError):
+        contact.model_validate({"address": {"street": "Main", "zip": 1}, "phones": []})  # nested: no extra keys
+
+
+def test_fields_alone_declare_a_nested_object() -> None:
+    """A field with `fields:` and no `type` is a nested object."""
+    thing = one(FieldDef(name="size", fields=[FieldDef(name="w", type="int")]))
+    assert 3 == thing.model_validate({"size": {"w": 3}}).size.w  # type: ignore[attr-defined]  # built at runtime
+
+
+def test_nested_names_avoid_declared_and_known_ones() -> None:
+    """A nested class never takes a name already declared or registered."""
+    taken = schema("ThingSize", FieldDef(name="x", type="int"))
+    thing = schema("Thing", FieldDef(name="size", type="object", fields=[FieldDef(name="w", type="int")]))
+    built = build_models([thing, taken], known={"ThingSize2": Address})
+    assert "ThingSize3" == built["Thing"].model_fields["size"].annotation.__name__  # type: ignore[union-attr]
+
+
+def test_fields_under_a_non_object_type_are_refused() -> None:
+    """`fields:` under `type: str` is an error naming the field and the fix."""
+    error = error_of([schema("Thing", FieldDef(name="a", type="str", fields=[FieldDef(name="b")]))])
+    assert "`fields` under field 'a' of schema 'Thing' declares a nested object" in error.message
+    assert "`type: object`" in error.message
+
+
+def test_object_without_fields_says_how_to_declare_one() -> None:
+    """A bare `type: object` explains nested `fields:` and `dict`."""
+    error = error_of([schema("Thing", FieldDef(name="a", type="object"))])
+    assert "A nested object is `type: object` with its `fields:` under the field; any JSON object is `dict`." in (
+        error.message
+    )
+
+
+def test_bare_list_and_dict_fields_hold_anything() -> None:
+    """`type: list` takes any list and `type: dict` any mapping with string keys."""
+    thing = one(FieldDef(name="tags", type="list"), FieldDef(name="extra", type="dict"))
+    value = thing.model_validate({"tags": [1, "a"], "extra": {"k": [None]}})
+    assert ([1, "a"], {"k": [None]}) == (value.tags, value.extra)  # type: ignore[attr-defined]  # built at runtime
+
+
+def test_schema_problems_lists_every_bad_field() -> None:
+    """`schema_problems` reports each bad field and unknown reference, where building stops at the first."""
+    bad = schema(
+        "Thing",
+        FieldDef(name="a", type="lst[str]"),
+        FieldDef(name="b", type="int", ge=5, le=1),
+        FieldDef(name="c", type="Nope"),
+        FieldDef(name="d", type="str", fields=[FieldDef(name="x", type="Nope2")]),
+    )
+    starts = ["In field 'a'", "No number satisfies", "`fields` under field 'd'", "Unknown schema 'Nope'"]
+    messages = [p.message for p in schema_problems(bad, known={"Address"})]
+    assert starts == [m[: len(start)] for m, start in zip(messages, starts, strict=False)]
+    assert len(starts) == len(messages)
+    assert [] == schema_problems(schema("Ok", FieldDef(name="a", type="Address")), known={"Address"})

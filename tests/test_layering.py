@@ -23,14 +23,17 @@ def _contracts() -> dict[str, Any]:
     """The import-linter contracts declared in pyproject.toml, by id, ready to check."""
     from importlinter import configuration
     from importlinter.application import use_cases
-    from importlinter.domain.contract import registry
+    from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+    from importlinter.contracts.layers import LayersContract
 
     configuration.configure()  # what the `lint-imports` command does first: readers, printer, timer
 
+    # The contract types pyproject.toml uses, by their public classes (import-linter's own type
+    # registry is private and has changed between releases).
+    types = {"layers": LayersContract, "acyclic_siblings": AcyclicSiblingsContract}
     options = use_cases.read_user_options(str(REPO / "pyproject.toml"))
-    use_cases._register_contract_types(options)
     return {
-        spec["id"]: registry.get_contract_class(spec["type"])(
+        spec["id"]: types[spec["type"]](
             name=spec["name"], session_options=options.session_options, contract_options=spec
         )
         for spec in options.contracts_options

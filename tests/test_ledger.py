@@ -201,3 +201,38 @@ def test_cost_limit_stops_before_the_next_attempt(server: FakeProviderServer) ->
     assert FailureReason.USAGE_LIMIT_EXCEEDED == result.error.reason
     assert 1 == len(server.requests)
     assert result.notes.usage.cost is not None and result.notes.usage.cost > 0.001
+
+
+EMPTY_ANSWER_MODELS = {
+    "openai": lambda server: server.openai_chat_model(),
+    "anthropic-streamed": lambda server: server.anthropic_model(),
+    "anthropic": lambda server: server.anthropic_model(settings=ModelSettings(max_tokens=256)),
+}
+
+
+@pytest.mark.parametrize("wire", list(EMPTY_ANSWER_MODELS))
+def test_empty_answer_is_a_provider_fault_that_is_retried(server: FakeProviderServer, wire: str) -> None:
+    """`choices: []` or `content: []` is retried as a provider fault, kept in the ledger; no output retry is spent."""
+    server.script(Reply.empty(usage=TokenUsage(input_tokens=7, output_tokens=0)), Reply.tool_call(args=ITEM))
+    result = system_for().execute("item", model=EMPTY_ANSWER_MODELS[wire](server))
+    assert result.ok, result.error
+    assert Item(**ITEM) == result.parsedContent
+    faulted, answered = result.notes.attempts
+    assert faulted.fault is not None and faulted.fault.startswith("EmptyAnswerError: ")
+    assert None is faulted.errors
+    assert answered.valid and not answered.errors
+    assert 2 == len(server.requests)
+    # A well-formed empty answer reports its usage, which is kept (an `IndexError` leaves none to read).
+    assert (7 if wire != "openai" else 0) == faulted.usage.input_tokens
+
+
+@pytest.mark.parametrize("wire", list(EMPTY_ANSWER_MODELS))
+def test_empty_answers_exhaust_into_a_provider_error(server: FakeProviderServer, wire: str) -> None:
+    """Empty answers past the allowed retries are FAILED provider_error, not an unexpected error."""
+    server.script(*[Reply.empty()] * 3)
+    result = system_for(ProviderRetries(attempts=2, backoff=0)).execute("item", model=EMPTY_ANSWER_MODELS[wire](server))
+    assert result.error is not None
+    assert FailureReason.PROVIDER_ERROR == result.error.reason
+    assert "held no output" in result.error.message
+    assert 3 == len(server.requests)
+    assert 3 * ["EmptyAnswerError"] == [(a.fault or "").split(":")[0] for a in result.notes.attempts]

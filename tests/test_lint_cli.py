@@ -143,3 +143,31 @@ def test_unknown_provider_in_model_option_exits_2(templates_dir: Path) -> None:
     code, _, err = run(["check", str(templates_dir), "--model", "opnai:gpt-4o"])
     assert 2 == code
     assert "Did you mean 'openai'" in err
+
+
+def test_a_missing_path_exits_2(tmp_path: Path, templates_dir: Path) -> None:
+    """A path or `--python` file that does not exist is a usage error (exit 2), not a finding."""
+    code, out, err = run(["check", str(templates_dir), str(tmp_path / "nope")])
+    assert (2, "") == (code, out)
+    assert f"atomtask: error: no such file or folder: {str(tmp_path / 'nope')!r}" in err
+    code, _, err = run(["check", "--python", str(tmp_path / "gone.py")])
+    assert 2 == code
+    assert "gone.py'" in err
+
+
+def test_a_module_that_exits_on_import_is_an_error_finding(tmp_path: Path) -> None:
+    """`--python` on a module calling `sys.exit` while imported reports it (E106, exit 1) instead of exiting."""
+    script = tmp_path / "script.py"
+    script.write_text("import sys\n\nsys.exit(0)\n")
+    code, out, _ = run(["check", "--python", str(script)])
+    assert 1 == code
+    assert out.startswith(f"{script}:3: E106 Importing {str(script)!r} failed: RuntimeError: the module called")
+    assert "`sys.exit(0)`" in out and "while being imported" in out
+
+
+def test_a_bad_atomtask_model_names_the_variable(templates_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad `ATOMTASK_MODEL` (the default models to check against) exits 2 naming the variable."""
+    monkeypatch.setenv("ATOMTASK_MODEL", "gpt-4o")
+    code, out, err = run(["check", str(templates_dir)])
+    assert (2, "") == (code, out)
+    assert "Model 'gpt-4o' in the `ATOMTASK_MODEL` environment variable has no provider prefix" in err

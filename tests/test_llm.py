@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 import structlog
-from atomtask import FailureReason, OutputFormat, OutputMode, TaskSystem, Template, TemplateLimits
+from atomtask import FailureReason, OutputFormat, OutputMode, ProviderRetries, TaskSystem, Template, TemplateLimits
+from atomtask.handlers.base import BaseHandler, ModelChoice
+from atomtask.handlers.llm import LLMInteractionManager, ModelCall, run_settings
+from atomtask.testing import FakeProviderServer, Reply
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -197,3 +205,98 @@ async def test_async_run_repairs_and_falls_back_like_the_sync_one() -> None:
     assert ["function:recorder", "function:recorder", "test"] == [a.model for a in result.notes.attempts]
     assert result.notes.attempts[0].parse_error is not None
     assert "qty" in str(result.notes.attempts[0].errors)
+
+
+# -- model settings: system < template < call, as the provider receives them -----------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def settings_system(server: FakeProviderServer, **template_settings: Any) -> TaskSystem:
+    system = TaskSystem(model=server.openai_chat_model())
+    system.register(Template(name="say", instructions="Say hi.", model_settings=template_settings or None))
+    return system
+
+
+def sent(server: FakeProviderServer) -> dict[str, Any]:
+    """The sampling fields of the last OpenAI chat request."""
+    body = server.requests[-1].body
+    keys = ("temperature", "max_completion_tokens", "seed", "top_p", "stop")
+    return {key: body[key] for key in keys if key in body}
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_template_model_settings_reach_the_provider_request(server: FakeProviderServer) -> None:
+    """A template's `model_settings` are in the OpenAI chat request body."""
+    system = settings_system(server, temperature=0, max_tokens=50, seed=7, top_p=0.9, stop_sequences=["END"])
+    server.script(Reply.text("hi"))
+    assert system.execute("say").ok
+    assert {"temperature": 0.0, "max_completion_tokens": 50, "seed": 7, "top_p": 0.9, "stop": ["END"]} == sent(server)
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_call_model_settings_reach_the_provider_request(server: FakeProviderServer) -> None:
+    """`execute(..., model_settings=)` is in the request body of a template that sets none."""
+    system = settings_system(server)
+    server.script(Reply.text("hi"))
+    assert system.execute("say", model_settings={"temperature": 0.2, "seed": 1, "max_tokens": 9}).ok
+    assert {"temperature": 0.2, "seed": 1, "max_completion_tokens": 9} == sent(server)
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+async def test_call_settings_override_the_template_key_by_key(server: FakeProviderServer) -> None:
+    """The call's `temperature` wins; the template's other keys and the TaskSystem's stay (async path too)."""
+    system = TaskSystem(model=server.openai_chat_model(), model_settings={"seed": 3, "temperature": 1.0})
+    system.register(Template(name="say", instructions="Say hi.", model_settings={"temperature": 0.7, "max_tokens": 50}))
+    server.script(Reply.text("hi"), Reply.text("hi"))
+    assert (await system.execute_async("say", model_settings={"temperature": 0})).ok
+    assert {"temperature": 0.0, "max_completion_tokens": 50, "seed": 3} == sent(server)
+    assert system.execute("say").ok
+    assert {"temperature": 0.7, "max_completion_tokens": 50, "seed": 3} == sent(server)
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_a_template_max_retries_setting_still_overrides_atomtasks_sdk_retries_off(server: FakeProviderServer) -> None:
+    """The SDK's own retries stay off by default, but `max_retries` in the settings turns them back on."""
+    system = TaskSystem(base_url=server.openai_base_url, provider_retries=ProviderRetries(attempts=0))
+    system.register(
+        Template(name="say", instructions="Say hi.", model="openai-chat:gpt-4o-mini", model_settings={"max_retries": 1})
+    )
+    server.script(Reply.error(500, "down", {"retry-after-ms": "1"}), Reply.text("hi"))
+    result = system.execute("say")
+    assert result.ok, result.error
+    assert 2 == len(server.requests)  # the SDK retried once, inside one atomtask attempt
+
+
+def test_run_settings_merge_the_systems_under_the_calls() -> None:
+    """`run_settings`: the call's keys win, the system's others stay; nothing at all is None."""
+    assert {"seed": 1, "temperature": 0} == run_settings({"seed": 1, "temperature": 1}, {"temperature": 0})
+    assert run_settings(None, None) is None
+    assert run_settings({}, {}) is None
+
+
+# -- sync calls where an event loop is running -----------------------------------------------------------
+
+
+def test_manager_run_sync_works_inside_a_running_loop() -> None:
+    """`LLMInteractionManager.run_sync` called by synchronous code inside a running loop does not raise."""
+    manager = LLMInteractionManager(BaseHandler())
+    rec = Recorder({"name": "fig", "qty": 2})
+    call = ModelCall(
+        template="item",
+        model=ModelChoice(spec=rec.model, label="function:recorder", source="call"),
+        system=None,
+        prompt="give an item",
+        output_cls=Item,
+    )
+
+    async def caller() -> Any:
+        return manager.run_sync(call)  # blocking on purpose, as a notebook cell would
+
+    outcome = asyncio.run(caller())
+    assert outcome.error is None
+    assert Item(name="fig", qty=2) == outcome.output

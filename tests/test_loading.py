@@ -67,3 +67,31 @@ def test_sexp_schemas_are_visible_to_yaml(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text("name: t\ninstructions: x\noutput_format: {type: json, schema: Note}\n")
     system = TaskSystem(templates=tmp_path)
     assert system.models.get("Note") is system.templates.compiled("t").output_cls
+
+
+def test_a_sexp_file_that_is_not_utf8_is_a_syntax_error_naming_it(tmp_path: Path) -> None:
+    """A Latin-1 `.sexp` file is refused with the file, line and column and the fix."""
+    path = tmp_path / "s.sexp"
+    path.write_bytes(b'(defatom t (instructions "caf\xe9"))\n')
+    with pytest.raises(SexpSyntaxError, match="is not valid UTF-8") as raised:
+        read_declarations(path, [])
+    assert f"{path}:1:30" == str(raised.value.location)
+
+
+def test_optional_written_as_a_word_suggests_a_question_mark(tmp_path: Path) -> None:
+    """`(x optional str)` in params says to write `(x str?)`."""
+    path = tmp_path / "s.sexp"
+    path.write_text('(defatom t (params (x optional str)) (instructions "{{x}}"))\n')
+    errors: list[UsageError] = []
+    read_declarations(path, errors)
+    assert ["`(x str?)`"] == [e.message.split("write ")[1].split(":")[0] for e in errors]
+    assert SourceLocation(file=str(path), line=1, column=23) == errors[0].location
+
+
+def test_an_invalid_defschema_is_remembered_by_name(tmp_path: Path) -> None:
+    """A `defschema` that cannot be read is named in `invalid_schemas`, for templates that use it."""
+    path = tmp_path / "s.sexp"
+    path.write_text("(defschema Card (a optional))\n")
+    errors: list[UsageError] = []
+    declarations = read_declarations(path, errors)
+    assert (1, ["Card"]) == (len(errors), list(declarations.invalid_schemas))

@@ -98,7 +98,7 @@ def test_query_on_the_embedded_test_model_runs_offline(db: str) -> None:
     code, out, err = run(["memory", "query", "refunds", "--db", db])
     assert 0 == code
     assert {"context_summary", "matches", "dropped", "prompt", "error"} == set(json.loads(out))
-    assert err.startswith("atomtask: no model configured")
+    assert [line for line in err.splitlines() if line.startswith("atomtask: no model configured")]
 
 
 def test_query_budget_flag_bounds_the_prompt(db: str) -> None:
@@ -122,3 +122,20 @@ def test_memory_help_exits_zero() -> None:
     with pytest.raises(SystemExit) as raised:
         main(["memory", "query", "--help"])
     assert 0 == raised.value.code
+
+
+def test_query_on_a_missing_database_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    """Querying a database file that does not exist is an error, not a new empty database and exit 0."""
+    path = tmp_path / "typo.sqlite3"
+    code, out, err = run(["memory", "query", "refunds", "--db", str(path)])
+    assert (2, "") == (code, out)
+    assert f"atomtask: error: No memory database at {str(path)!r}: the file does not exist." in err
+    assert "`atomtask memory add FILE ... --db" in err
+    assert not path.exists()
+
+
+def test_query_with_a_bad_model_names_the_flag(db: str) -> None:
+    """A bad `--model` is refused in the CLI's terms before the store is opened."""
+    code, _, err = run(["memory", "query", "refunds", "--db", db, "--model", "gpt-4o", "-q"])
+    assert 2 == code
+    assert "Model 'gpt-4o' in `--model` has no provider prefix" in err

@@ -229,3 +229,19 @@ def test_a_limit_below_one_is_a_usage_error() -> None:
     """`limit=0` is refused before anything runs."""
     with pytest.raises(UsageError, match="`limit` must be at least 1"):
         memory_with(Recorder()).get_relevant_context_for("refunds", limit=0)
+
+
+def test_user_schemas_named_like_the_builtins_do_not_change_the_memory_task(tmp_path: Path) -> None:
+    """With the user's own `AssociativeMatchResult` and `MatchItem`, the memory system still runs on its own."""
+    (tmp_path / "mine.yaml").write_text(
+        "name: MatchItem\nfields: [{name: title, type: str}]\n---\n"
+        "name: AssociativeMatchResult\nfields: [{name: items, type: 'list[MatchItem]'}]\n"
+    )
+    rec = Recorder(answer(("refunds", 0.9)))
+    system = TaskSystem(model=rec.model, templates=tmp_path)
+    memory = MemorySystem(system, ":memory:")
+    memory.add_many(DOCS)
+    context = memory.get_relevant_context_for("refunds")
+    assert (True, ["refunds"]) == (context.ok, [m.id for m in context.matches])
+    assert all(type(m) is MatchItem for m in context.matches)
+    assert system.models.get("MatchItem") is not MatchItem

@@ -56,3 +56,25 @@ def test_only_pydantic_models_can_be_registered() -> None:
     registry = ModelRegistry()
     with pytest.raises(SchemaError, match=re.escape("subclass `pydantic.BaseModel`")):
         registry.register(dict)  # type: ignore[type-var]  # the point of the test
+
+
+class Other(BaseModel):
+    x: int
+
+
+def test_an_overridable_name_is_taken_over_by_another_class() -> None:
+    """A default registered `overridable` gives its name to the next class, which then holds it firmly."""
+    registry = ModelRegistry()
+    registry.register(Other, "Thing", overridable=True)
+    registry.register(Contact, "Thing")
+    assert Contact is registry.get("Thing")
+    with pytest.raises(DuplicateNameError):
+        registry.register(Other, "Thing")
+
+
+def test_an_overridable_registration_never_displaces_a_class() -> None:
+    """Registering a default under a name already taken keeps the class there."""
+    registry = ModelRegistry()
+    registry.register(Contact, "Thing")
+    registry.register(Other, "Thing", overridable=True)
+    assert Contact is registry.get("Thing")

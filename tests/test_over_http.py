@@ -121,3 +121,44 @@ def test_connection_refused_is_a_provider_error(system: TaskSystem) -> None:
     result = system.execute("extract_contact", {"text": "Ada"}, model=model)
     assert result.error is not None
     assert FailureReason.PROVIDER_ERROR == result.error.reason
+
+
+def test_empty_choices_from_a_model_string_are_a_provider_error(
+    server: FakeProviderServer, system: TaskSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `openai-chat:` answer with `choices: []` is FAILED provider_error naming the empty answer."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    server.script(Reply.empty())
+    result = system.execute("extract_contact", {"text": "Ada"}, model="openai-chat:gpt-4o-mini")
+    assert result.error is not None
+    assert FailureReason.PROVIDER_ERROR == result.error.reason
+    assert "no `choices`" in result.error.message
+    assert "EmptyAnswerError" == result.error.details["error_type"]
+    assert 1 == len(server.requests)
+
+
+@pytest.mark.parametrize(
+    ("model", "path"), [("ollama:llama3.2", "/v1/chat/completions"), ("anthropic:claude-haiku-4-5", "/v1/messages")]
+)
+def test_base_url_reaches_the_server_for_other_providers(
+    server: FakeProviderServer, templates_dir: Path, monkeypatch: pytest.MonkeyPatch, model: str, path: str
+) -> None:
+    """`base_url` is used by `ollama:` and `anthropic:` model strings too, not silently ignored."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    base_url = server.openai_base_url if model.startswith("ollama") else server.anthropic_base_url
+    server.script(Reply.tool_call(args=CONTACT))
+    system = TaskSystem(model=model, templates=templates_dir, base_url=base_url)
+    result = system.execute("extract_contact", {"text": "Ada"})
+    assert result.ok, result.error
+    assert [path] == [r.path for r in server.requests]
+    assert model.split(":", 1)[1] == server.requests[0].body["model"]
+
+
+def test_base_url_with_a_fixed_endpoint_provider_is_a_configuration_error(templates_dir: Path) -> None:
+    """A provider that takes no `base_url` fails the task with a `configuration_error` naming why."""
+    system = TaskSystem(model="cerebras:llama3.1-8b", templates=templates_dir, base_url="http://127.0.0.1:9/v1")
+    result = system.execute("extract_contact", {"text": "Ada"})
+    assert result.error is not None
+    assert FailureReason.CONFIGURATION_ERROR == result.error.reason
+    assert "cannot take a `base_url`" in result.error.message

@@ -38,3 +38,18 @@ def test_checking_does_not_import_provider_sdks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "[]" == out.strip()
+
+
+def test_the_embedded_synthetic_model_string_passes() -> None:
+    """`atomtask:synthetic`, the offline default, is a valid model string; `atomtask` is a known provider."""
+    check_model_string("atomtask:synthetic", where="test")
+    assert "atomtask" in known_providers()
+
+
+def test_an_unknown_embedded_model_is_refused_with_a_suggestion() -> None:
+    """`atomtask:<other>` is refused, suggesting the near embedded model and listing the embedded ones."""
+    with pytest.raises(ConfigurationError) as raised:
+        check_model_string("atomtask:synthetc", where="template 'x'")
+    assert "Unknown embedded model 'atomtask:synthetc' in template 'x'" in raised.value.message
+    assert "Did you mean 'atomtask:synthetic'?" in raised.value.message
+    assert ["atomtask:synthetic"] == raised.value.suggestions

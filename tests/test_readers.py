@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from atomtask import ConfigurationError, Template, TemplateError, UsageError
+from atomtask import ConfigurationError, TaskSystem, Template, TemplateError, UsageError
 from atomtask.loading import readers
 from atomtask.loading.declarations import Declarations
+from structlog.testing import capture_logs
 
 
 def test_a_registered_reader_reads_its_suffix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,3 +125,25 @@ def test_a_broken_plugin_is_a_configuration_error_naming_it(tmp_path: Path, monk
         readers.suffixes()
     assert "'probe' (no_such_module_here:register" in str(caught.value)
     assert "ModuleNotFoundError" in str(caught.value) and "Reinstall the package" in str(caught.value)
+
+
+def test_a_yaml_file_that_is_not_utf8_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    """A Latin-1 YAML file raises a TemplateError with the file, line and column, not UnicodeDecodeError."""
+    path = tmp_path / "t.yaml"
+    path.write_bytes(b"name: t\ninstructions: caf\xe9\n")
+    with pytest.raises(TemplateError, match=r"is not valid UTF-8.*Save the file as UTF-8") as raised:
+        readers.read_file(path, [])
+    assert f"{path}:2:18" == str(raised.value.location)
+
+
+def test_a_json_file_that_is_not_a_schema_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    """A `.json` data file is skipped: no schema, a `json_file_skipped` event, and a note for `check`."""
+    path = tmp_path / "settings.json"
+    path.write_text('{"theme": "dark"}')
+    with capture_logs() as logs:
+        declarations = readers.read_file(path, [])
+    assert [] == declarations.json_schemas
+    assert [("json_file_skipped", "warning", str(path))] == [(e["event"], e["log_level"], e["file"]) for e in logs]
+    assert [(str(path), 1)] == [(s.location.file, s.location.line) for s in declarations.skipped]
+    assert "'settings.json' is skipped" in declarations.skipped[0].message
+    assert "settings" not in TaskSystem(templates=tmp_path).models  # loading the folder does not fail

@@ -74,3 +74,55 @@ def test_identifier_fields_are_not_answers() -> None:
 
     issues = [(code, field) for code, _, _, field in schema_issues(Pick.model_json_schema())]
     assert [("W204", "reasoning")] == issues
+
+
+def w204(model: type[BaseModel]) -> list[str | None]:
+    return [field for code, _, _, field in schema_issues(model.model_json_schema()) if code == "W204"]
+
+
+def test_free_text_named_like_analysis_is_not_reasoning() -> None:
+    """`analysis` (or `summary`) after an answer is part of the answer, not misplaced reasoning."""
+
+    class Report(BaseModel):
+        verdict: Literal["ok", "bad"] = Field(description="d")
+        analysis: str = Field(description="The full analysis.")
+        summary: str = Field(description="d")
+
+    assert [] == w204(Report)
+
+
+def test_reasoning_after_free_text_only_is_fine() -> None:
+    """Reasoning after a text field that is no answer (no choice, flag, number or answer name) is not flagged."""
+
+    class Note(BaseModel):
+        summary: str = Field(description="d")
+        reasoning: str = Field(description="d")
+
+    assert [] == w204(Note)
+
+
+def test_nested_objects_are_not_judged() -> None:
+    """Field order inside a nested object (a list item) is not W204's concern; the root's is."""
+
+    class Item(BaseModel):
+        score: float = Field(description="d")
+        reason: str = Field(description="d")
+
+    class Result(BaseModel):
+        items: list[Item] = Field(description="d")
+
+    assert [] == w204(Result)
+
+
+def test_reasoning_is_found_by_role() -> None:
+    """A text field described as the reasoning counts; a reasoning-named object field does not."""
+
+    class Why(BaseModel):
+        x: int = Field(description="d")
+
+    class Judged(BaseModel):
+        flagged: bool = Field(description="d")
+        notes: str = Field(description="The reasoning behind the flag.")
+        explanation: Why = Field(description="d")
+
+    assert ["notes"] == w204(Judged)

@@ -67,17 +67,48 @@ def test_summarize_renders_the_int_default(system: TaskSystem) -> None:
     assert "at most 5 key points" in user_text(rec.calls[0][0])
 
 
-@pytest.mark.parametrize(
-    "name", ["extract_contact", "classify_ticket", "summarize", "associative_match", "extract_invoice"]
-)
+SHIPPED = [
+    "associative_match",
+    "classify_ticket",
+    "draft_reply",
+    "extract_contact",
+    "extract_event",
+    "extract_invoice",
+    "find_sender",
+    "summarize",
+]
+
+
+def test_every_shipped_template_is_covered(system: TaskSystem) -> None:
+    """The default-model run below covers every template the folder registers."""
+    assert SHIPPED == sorted(system.templates.names())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_each_template_runs_on_the_embedded_default_model(system: TaskSystem, name: str) -> None:
-    """With no model configured, every shipped template completes on the embedded test model."""
+    """With no model configured, every shipped template completes on `atomtask:synthetic` with a valid instance."""
     params = system.templates.get(name).params
-    inputs = {p: "Example text about a refund for Jane Doe, jane@example.com." for p, s in params.items() if s.required}
+    ada = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": None, "company": None}
+    text = "Example text about a refund for Jane Doe, jane@example.com."
+    inputs = {p: ada if s.type == "Contact" else text for p, s in params.items() if s.required}
     result = system.execute(name, inputs)
     assert result.ok, result.error
-    assert "default" == result.notes.model_source
+    assert ("default", "atomtask:synthetic") == (result.notes.model_source, result.notes.model)
     assert result.notes.default_model_notice is not None
+    assert 1 == len(result.notes.attempts)  # valid at once: no retry spent on the synthetic answer
+    output_cls = system.templates.compiled(name).output_cls
+    assert output_cls is not None and isinstance(result.parsedContent, output_cls)
+
+
+def test_pipeline_script_runs_on_the_embedded_default_model(templates_dir: Path) -> None:
+    """pipeline.sexp's script (`atomtask eval`) runs both tasks on the default model to a Reply."""
+    system = TaskSystem(templates=templates_dir)
+    pipeline = templates_dir / "pipeline.sexp"
+    message = "Hi, it's Ada Lovelace (ada@example.com): my invoice is wrong."
+    result = system.defatom(pipeline.read_text(encoding="utf-8"), file=str(pipeline), variables={"message": message})
+    reply = result.unwrap()
+    assert system.models.get("Reply") is type(reply)
+    assert reply.greeting and reply.body
 
 
 def test_pipeline_feeds_the_first_tasks_contact_into_the_second(templates_dir: Path) -> None:

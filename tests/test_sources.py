@@ -229,3 +229,78 @@ def test_base_uri_is_not_a_yaml_key(tmp_path: Path) -> None:
     source.write_text("name: X\njson_schema: {}\nbase_uri: https://evil.example/\n")
     with pytest.raises(SchemaError, match="`base_uri` is not a schema key"):
         TaskSystem().load(source)
+
+
+def test_json_file_without_schema_keywords_is_not_a_schema(tmp_path: Path) -> None:
+    """A JSON object with no JSON Schema keyword (a data file) is not taken as a schema."""
+    path = tmp_path / "settings.json"
+    path.write_text('{"name": "app", "description": "settings", "version": 3}')
+    assert None is json_schema_file_definition(path)
+    (tmp_path / "Empty.json").write_text('{"type": "object"}')
+    assert "Empty" == getattr(json_schema_file_definition(tmp_path / "Empty.json"), "name", None)
+
+
+@pytest.mark.parametrize("depth", [500, 100_000])
+def test_deeply_nested_json_file_is_a_usage_error(tmp_path: Path, depth: int) -> None:
+    """JSON nested past the limit is refused with its line and column, before `json` recurses."""
+    path = tmp_path / "Deep.json"
+    path.write_text('{"items": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(SchemaError, match="JSON nested more than 100 levels deep") as raised:
+        json_schema_file_definition(path)
+    assert (1, 110) == (raised.value.location.line, raised.value.location.column)  # type: ignore[union-attr]  # located
+
+
+def test_json_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    """A Latin-1 `.json` file is a usage error naming the file and the fix."""
+    path = tmp_path / "Bad.json"
+    path.write_bytes(b'{"description": "caf\xe9"}')
+    with pytest.raises(SchemaError, match=r"is not valid UTF-8: byte 0xe9 .* Save the file as UTF-8"):
+        json_schema_file_definition(path)
+
+
+def test_json_schema_errors_point_at_line_and_column(tmp_path: Path) -> None:
+    """A mistake inside a `.json` schema is located at the offending key, not just the file."""
+    path = tmp_path / "Age.json"
+    path.write_text(
+        '{\n  "type": "object",\n  "properties": {\n    "years": {"type": "integer", "minimun": 0}\n  }\n}\n'
+    )
+    with pytest.raises(SchemaError, match="unknown keyword 'minimun'") as raised:
+        TaskSystem().load(path)
+    assert (str(path), 4, 34) == (
+        raised.value.location.file,  # type: ignore[union-attr]  # located
+        raised.value.location.line,  # type: ignore[union-attr]
+        raised.value.location.column,  # type: ignore[union-attr]
+    )
+
+
+def test_json_schema_written_directly_under_schema_is_json_schema(tmp_path: Path) -> None:
+    """`output_format.schema` holding `$schema`/`type`/`properties` is read as JSON Schema, not as `fields`."""
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: judge
+            instructions: Judge it
+            output_format:
+              type: json
+              schema:
+                $schema: https://json-schema.org/draft/2020-12/schema
+                type: object
+                properties:
+                  verdict: {type: string, enum: ["yes", "no"]}
+                required: [verdict]
+            """
+        )
+    )
+    system = TaskSystem(templates=path)
+    output = system.templates.compiled("judge").output_cls
+    assert output is not None
+    assert "yes" == output.model_validate({"verdict": "yes"}).verdict  # type: ignore[attr-defined]  # built at runtime
+    with pytest.raises(ValueError, match="'maybe' is not one of"):
+        output.model_validate({"verdict": "maybe"})
+
+
+@pytest.mark.parametrize("schema", [{"$ref": "#/$defs/N", "$defs": {"N": {"type": "integer"}}}, {"items": {}}])
+def test_any_json_schema_keyword_makes_an_inline_json_schema(schema: dict[str, object]) -> None:
+    """A mapping under `schema:` with a JSON Schema keyword and no `fields` becomes `{json_schema: ...}`."""
+    assert {"json_schema": schema} == OutputFormat(type="json", schema=schema).schema_

@@ -80,6 +80,7 @@ def test_public_api_is_pinned() -> None:
     expected = [
         "DelayedReply",
         "DisconnectReply",
+        "EmptyReply",
         "ErrorReply",
         "FakeProviderServer",
         "RecordedRequest",
@@ -378,6 +379,29 @@ def test_unknown_path_answers_404_and_keeps_the_script(server: FakeProviderServe
     assert 404 == raised.value.code
     assert "appends `/v1/messages`" in raised.value.read().decode()
     assert 1 == server.pending
+
+
+@pytest.mark.parametrize(
+    ("path", "stream", "empty_marker"),
+    [
+        ("/v1/chat/completions", False, '"choices": []'),
+        ("/v1/chat/completions", True, '"choices": []'),
+        ("/v1/messages", False, '"content": []'),
+        ("/v1/messages", True, "event: message_stop"),
+    ],
+)
+def test_empty_reply_answers_without_any_output(
+    server: FakeProviderServer, path: str, stream: bool, empty_marker: str
+) -> None:
+    """`Reply.empty()` answers 200 with `choices: []` (OpenAI) or `content: []` (Anthropic), streamed or not."""
+    server.script(Reply.empty())
+    body = json.dumps({"model": "m", "stream": stream}).encode()
+    request = urllib.request.Request(f"{server.base_url}{path}", data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        text = response.read().decode()
+    assert 200 == response.status
+    assert empty_marker in text
+    assert "tool_calls" not in text and "content_block_start" not in text and '"delta": {"content"' not in text
 
 
 # --- Environment wiring ---------------------------------------------------------------------------------

@@ -90,6 +90,20 @@ def test_composite_forms(text: str, expected: TypeExpr) -> None:
     assert expected == parse_type(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("list", "list[any]"),
+        ("dict", "dict[str, any]"),
+        ("list?", "list[any]?"),
+        ("list[dict]", "list[dict[str, any]]"),
+    ],
+)
+def test_bare_list_and_dict_hold_anything(text: str, expected: str) -> None:
+    """A bare `list` is `list[any]` and a bare `dict` is `dict[str, any]`, as configuration-first users mean them."""
+    assert expected == str(parse_type(text))
+
+
 def test_whitespace_is_ignored() -> None:
     """Spaces, tabs and newlines anywhere between tokens do not change the result."""
     assert parse_type("dict[str,list[int?]]|str") == parse_type(" dict [ str ,\n\tlist [ int ? ] ] | str ")
@@ -237,8 +251,7 @@ def test_resolver_errors_propagate_and_key_errors_become_schema_errors() -> None
         ("dict[str]", ["`dict` takes two type arguments", "got 1"]),
         ("dict[str, int, int]", ["`dict` takes two type arguments", "got 3"]),
         ("list[str, int]", ["`list` takes one item type, got 2", "Did you mean 'list[str | int]'?"]),
-        ("list", ["`list` needs an item type", "list[str]"]),
-        ("dict", ["`dict` needs a key and a value type"]),
+        ("optional", ["`optional` is not a type", "`str?`"]),
         ("literal", ["`literal` needs values"]),
         ("str[int]", ["'str' takes no type arguments", "column 4"]),
         ("Contact[str]", ["'Contact' takes no type arguments", "only `list`, `dict` and `literal`"]),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from atomtask import DuplicateNameError, SchemaError, TaskSystem, TemplateError
+from atomtask import DuplicateNameError, SchemaError, SourceLocation, TaskSystem, TemplateError, UsageError
 from atomtask.loading.yaml_files import load_yaml_text
 
 TEMPLATE = """\
@@ -111,3 +113,83 @@ def test_loading_twice_is_idempotent(templates_dir: Path) -> None:
     first = system.load(templates_dir)
     assert first == system.load(templates_dir)
     assert system.models.get("Contact") is TaskSystem(templates=templates_dir).models.get("Contact")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 500 + "]" * 500,
+        "".join("  " * i + f"k{i}:\n" for i in range(500)) + "  " * 500 + "x\n",
+        "- " * 500 + "x\n",
+        "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 500)),
+    ],
+    ids=["flow", "block", "dashes", "aliases"],
+)
+def test_deep_nesting_is_a_usage_error(text: str) -> None:
+    """YAML nested 500 levels deep (by brackets, indentation, dashes or aliases) is refused with a location."""
+    with pytest.raises(TemplateError, match="nested more than 100 levels deep") as raised:
+        load_yaml_text(text, "deep.yaml")
+    assert "deep.yaml" == (raised.value.location.file if raised.value.location else None)
+
+
+def test_a_hundred_thousand_levels_do_not_crash_the_process(tmp_path: Path) -> None:
+    """100,000 levels (which crashed libyaml's composer) end in the usage error, in a clean process exit."""
+    script = tmp_path / "deep.py"
+    script.write_text(
+        "from atomtask.loading.yaml_files import load_yaml_text\n"
+        "from atomtask.system.errors import TemplateError\n"
+        "for text in ('[' * 100_000, '- ' * 100_000 + 'x', ''.join(' ' * i + 'k:\\n' for i in range(20_000))):\n"
+        "    try:\n"
+        "        load_yaml_text(text, 'deep.yaml')\n"
+        "    except TemplateError as exc:\n"
+        "        print(exc.message[:37])\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert (0, ["YAML nested more than 100 levels deep"] * 3) == (done.returncode, done.stdout.splitlines())
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    """Data nested 100 levels (the root mapping included) is still read."""
+    text = "name: S\nfields:\n  - {name: a, type: str, default: " + "[" * 97 + "]" * 97 + "}\n"
+    assert ["S"] == [s.name for s in load_yaml_text(text, "ok.yaml").schemas]
+
+
+def test_every_mistake_of_a_declaration_is_collected() -> None:
+    """With an errors list, each wrong key of one template is its own error, at its own line."""
+    errors: list[UsageError] = []
+    load_yaml_text(
+        "name: t\ninstructions: hi\nretrys: 2\nlimts: {}\noutput_format: {type: json, schema: 3}\n",
+        "t.yaml",
+        errors=errors,
+    )
+    assert [3, 4, 5] == [e.location.line if e.location else None for e in errors]
+    assert ["retrys", "limts", "output_format.schema"] == [e.message.split("`")[1].removesuffix(".str") for e in errors]
+
+
+def test_without_an_errors_list_the_first_mistake_raises() -> None:
+    """Registration still raises the first mistake."""
+    with pytest.raises(TemplateError, match="`retrys`: unknown key"):
+        load_yaml_text("name: t\ninstructions: hi\nretrys: 2\nlimts: {}\n", "t.yaml")
+
+
+def test_an_invalid_schema_is_remembered_by_name() -> None:
+    """A schema that cannot be read is named in `invalid_schemas`, with where it is declared."""
+    errors: list[UsageError] = []
+    decl = load_yaml_text("name: Card\nfields: [{name: a, typo: 1}]\n", "s.yaml", errors=errors)
+    assert (1, ["Card"]) == (len(errors), list(decl.invalid_schemas))
+    assert SourceLocation(file="s.yaml", line=1, column=1) == decl.invalid_schemas["Card"]
+
+
+def test_a_json_schema_in_yaml_knows_where_its_parts_are() -> None:
+    """`location_at` points at the line of a part of a `json_schema` written in YAML."""
+    text = "name: Age\njson_schema:\n  type: object\n  properties:\n    years: {type: integer, minimun: 0}\n"
+    definition = load_yaml_text(text, "s.yaml").json_schemas[0]
+    assert SourceLocation(file="s.yaml", line=5, column=12) == definition.location_at("/properties/years")
+    assert 5 == definition.location_at("/properties/years/minimun").line  # type: ignore[union-attr]  # located
+
+
+def test_nested_fields_point_at_their_types() -> None:
+    """Fields under a nested `fields:` carry their own locations."""
+    text = "name: C\nfields:\n  - name: address\n    type: object\n    fields:\n      - {name: city, type: str}\n"
+    field = load_yaml_text(text, "s.yaml").schemas[0].fields[0]
+    assert [4, 6] == [field.location.line, field.fields[0].location.line]  # type: ignore[union-attr,index]  # located

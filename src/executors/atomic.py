@@ -4,6 +4,9 @@ The path: look the template up, validate the inputs against its parameters, rend
 text and instructions strictly, choose the model, hand one `ModelCall` to the manager, and wrap
 the outcome with its notes. A failure at any step is a FAILED result with a typed reason; nothing
 here raises for a task that failed.
+
+There is one implementation, `execute_async`; `execute` runs it to completion, on a worker thread
+when the caller is already inside a running event loop (Jupyter, a FastAPI handler).
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
-import structlog
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
+from atomtask.handlers.blocking import run_blocking
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading.checks import CompiledTemplate
+from atomtask.loading.model_settings import check_model_settings
 from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.system.errors import ConfigurationError, TemplateNotFoundError, UsageError, did_you_mean
+from atomtask.system.logs import get_logger
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system.templates import TemplateLimits
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AtomicTaskExecutor"]
 
-log = structlog.get_logger()
+log = get_logger(__name__)
 T = TypeVar("T")
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
@@ -43,6 +48,14 @@ class _Overrides:
     retries: int | None
     limits: TemplateLimits | Mapping[str, Any] | None
     repair: bool | None
+    model_settings: Mapping[str, Any] | None = None
+
+    def settings_for(self, template_settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The template's model settings with the call's on top, key by key (the call's checked here)."""
+        if self.model_settings is None:
+            return dict(template_settings) if template_settings else None
+        call_settings = check_model_settings(self.model_settings, where="this call (`model_settings=`)")
+        return {**(template_settings or {}), **call_settings}
 
     def limits_for(self, template_limits: TemplateLimits | None) -> TemplateLimits | None:
         if self.limits is None:
@@ -85,6 +98,7 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -98,6 +112,7 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -110,13 +125,21 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
-        """Run a task synchronously (pydantic-ai `run_sync` underneath); never raises for a failed task."""
-        prepared = self._prepare(name_or_request, inputs, model, expect, _Overrides(retries, limits, repair))
-        if isinstance(prepared, TaskResult):
-            return prepared
-        return self._finish(prepared, self.manager.run_sync(prepared.call))
+        """Run a task synchronously; never raises for a failed task.
+
+        Works inside a running event loop too: the run then happens on a worker thread while this one waits.
+        """
+        options: dict[str, Any] = {
+            "model": model,
+            "retries": retries,
+            "limits": limits,
+            "repair": repair,
+            "model_settings": model_settings,
+        }
+        return run_blocking(self.execute_async(name_or_request, inputs, expect=expect, **options))
 
     @overload
     async def execute_async(
@@ -128,6 +151,7 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -141,6 +165,7 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -153,10 +178,12 @@ class AtomicTaskExecutor:
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         repair: bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task on the running event loop (pydantic-ai `run`); never raises for a failed task."""
-        prepared = self._prepare(name_or_request, inputs, model, expect, _Overrides(retries, limits, repair))
+        overrides = _Overrides(retries, limits, repair, model_settings)
+        prepared = self._prepare(name_or_request, inputs, model, expect, overrides)
         if isinstance(prepared, TaskResult):
             return prepared
         return self._finish(prepared, await self.manager.run(prepared.call))
@@ -221,11 +248,18 @@ class AtomicTaskExecutor:
         try:
             choice = self.manager.handler.choose_model(call=model, template=template.model)
             limits = overrides.limits_for(template.limits)
+            settings = overrides.settings_for(compiled.model_settings)
         except UsageError as exc:
             return _failed(name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message))
         if choice.notice is not None and not self._default_notice_logged:
             self._default_notice_logged = True
             log.info("default_model_used", notice=choice.notice)
+        # A model chosen by the call replaces the template's choice, its fallbacks included.
+        fallbacks = (
+            ()
+            if choice.source == "call"
+            else tuple(ModelChoice(spec=m, label=m, source="fallback") for m in template.fallbacks)
+        )
         call = ModelCall(
             template=name,
             model=choice,
@@ -235,8 +269,9 @@ class AtomicTaskExecutor:
             mode=compiled.output_mode,
             retries=overrides.retries if overrides.retries is not None else template.retries,
             limits=limits,
-            fallbacks=tuple(ModelChoice(spec=m, label=m, source="fallback") for m in template.fallbacks),
+            fallbacks=fallbacks,
             repair=overrides.repair if overrides.repair is not None else template.repair,
+            model_settings=settings,
         )
         return _Prepared(compiled=compiled, call=call, started=started)
 
@@ -312,7 +347,8 @@ def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
     listing = ", ".join(declared) or "none"
     return TaskError(
         reason=FailureReason.INPUT_VALIDATION_FAILURE,
-        message=f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}. "
-        f"Declared parameters: {listing}.",
+        # A problem ending in "Did you mean 'x'?" takes no full stop after it.
+        message=f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}"
+        f"{'' if problems and problems[-1].endswith('?') else '.'} Declared parameters: {listing}.",
         details={"params": sorted(set(params)), "errors": [str(p) for p in problems]},
     )

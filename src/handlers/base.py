@@ -1,19 +1,23 @@
 """`BaseHandler`: provider settings and the choice of model for each call.
 
 The model for a call is, in order: the one passed to the call, the template's, the TaskSystem's,
-the `ATOMTASK_MODEL` environment variable, then the embedded default (pydantic-ai's `test` model,
-which invents schema-shaped answers) with a visible notice saying how to configure a real one.
-API keys are read by the provider SDKs from the environment; atomtask never stores or prints them.
+the `ATOMTASK_MODEL` environment variable, then the embedded default (`atomtask:synthetic`, which
+answers offline with schema-valid made-up values) with a visible notice saying how to configure a
+real one. A `base_url` sends every model string whose pydantic-ai provider takes one to that
+endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none is refused with
+the reason. API keys are read by the provider SDKs from the environment; atomtask never stores or
+prints them.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-from atomtask.loading.providers import check_model_string, provider_of
+from atomtask.loading.providers import API_KEY_ENV, ATOMTASK_PROVIDER, check_model_string, provider_of
 from atomtask.system.errors import ConfigurationError
 from atomtask.system.retry_policy import ProviderRetries
 
@@ -23,12 +27,16 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_NOTICE", "BaseHandler", "ModelChoice", "model_label"]
 
-DEFAULT_MODEL = "test"
+DEFAULT_MODEL = "atomtask:synthetic"
 MODEL_ENV = "ATOMTASK_MODEL"
 DEFAULT_MODEL_NOTICE = (
-    "atomtask: no model configured, running on the embedded test model (synthetic answers). "
-    "Set ATOMTASK_MODEL (e.g. openai-chat:gpt-4o-mini with OPENAI_API_KEY) or pass --model."
+    "atomtask: no model configured, answering with the embedded synthetic model (atomtask:synthetic: made-up, "
+    "schema-valid values, no LLM). Set ATOMTASK_MODEL (e.g. openai-chat:gpt-4o-mini with OPENAI_API_KEY) "
+    "or pass --model."
 )
+
+# Providers whose pydantic-ai class names its endpoint differently.
+_BASE_URL_PARAMETER = {"litellm": "api_base", "azure": "azure_endpoint", "azure-responses": "azure_endpoint"}
 
 ModelSource = Literal["call", "template", "system", "environment", "default", "fallback"]
 
@@ -59,9 +67,13 @@ class BaseHandler:
 
     Args:
         model: the default model, a pydantic-ai model string or `Model` instance.
-        base_url: an OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, a proxy) used for
-            `openai-chat:` and `openai:` model strings, e.g. `http://localhost:11434/v1`.
-            Without it, the SDK's own `OPENAI_BASE_URL` environment variable still applies.
+        base_url: the endpoint for every model string whose pydantic-ai provider takes one: an
+            OpenAI-compatible server for `openai-chat:` (Ollama, vLLM, llama.cpp, a proxy), e.g.
+            `http://localhost:11434/v1`, or `ollama:`, `anthropic:`, `groq:`, `mistral:`, `google:`,
+            `openrouter:`... A model string whose provider takes none fails with a `configuration_error`
+            saying so; model instances and the embedded models (`atomtask:synthetic`, `test`) have no
+            endpoint and are unaffected. Without it, the SDKs' own variables (`OPENAI_BASE_URL`,
+            `ANTHROPIC_BASE_URL`, `OLLAMA_BASE_URL`, ...) still apply.
         model_settings: pydantic-ai `ModelSettings` (temperature, max_tokens, timeout, ...).
         environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
@@ -102,23 +114,53 @@ class BaseHandler:
         return ModelChoice(spec=DEFAULT_MODEL, label=DEFAULT_MODEL, source="default")
 
     def build(self, choice: ModelChoice) -> Model | str:
-        """What to hand to pydantic-ai: the instance, the string, or a model wired to `base_url`."""
+        """What to hand to pydantic-ai: the instance, the string, an embedded model, or a model wired to `base_url`.
+
+        Raises `ConfigurationError` for a `base_url` with a provider that takes none, and `ImportError`
+        when the provider's SDK is missing (both become a `configuration_error` result).
+        """
         spec = choice.spec
-        if not isinstance(spec, str) or self.base_url is None or provider_of(spec) not in ("openai-chat", "openai"):
+        if not isinstance(spec, str):
+            return spec
+        provider = provider_of(spec)
+        if provider != ATOMTASK_PROVIDER and (self.base_url is None or provider is None):
             return spec
         built = self._built.get(spec)
         if built is None:
-            built = self._openai_compatible(spec.split(":", 1)[1])
+            built = self._embedded(spec) if provider == ATOMTASK_PROVIDER else self._with_base_url(spec)
             self._built[spec] = built
         return built
 
-    def _openai_compatible(self, model_name: str) -> Model:
-        try:
-            from pydantic_ai.models.openai import OpenAIChatModel
-            from pydantic_ai.providers.openai import OpenAIProvider
-        except ImportError as exc:
-            raise ConfigurationError("A `base_url` needs the OpenAI SDK: `pip install 'atomtask[openai]'`.") from exc
-        # Local servers usually ignore the key, but the SDK insists on one.
-        api_key = self._environ.get("OPENAI_API_KEY") or "not-needed"
-        provider = OpenAIProvider(base_url=self.base_url, api_key=api_key)
-        return OpenAIChatModel(model_name, provider=provider)
+    @staticmethod
+    def _embedded(spec: str) -> Model:
+        from atomtask.handlers.synthetic import synthetic_model
+
+        return synthetic_model(spec.split(":", 1)[1])
+
+    def _with_base_url(self, spec: str) -> Model:
+        """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class)."""
+        from pydantic_ai.models import infer_model
+
+        provider_name = spec.split(":", 1)[0]
+        if provider_name.startswith("gateway/"):
+            from pydantic_ai.providers.gateway import gateway_provider
+
+            provider: Any = gateway_provider(provider_name.removeprefix("gateway/"), base_url=self.base_url)
+        else:
+            from pydantic_ai.providers import infer_provider_class
+
+            provider_class = infer_provider_class(provider_name)  # imports the SDK: ImportError if missing
+            parameters = inspect.signature(provider_class).parameters
+            keyword = _BASE_URL_PARAMETER.get(provider_name, "base_url")
+            if keyword not in parameters:
+                raise ConfigurationError(
+                    f"Model {spec!r} cannot take a `base_url`: pydantic-ai's {provider_class.__name__} for provider "
+                    f"{provider_name!r} always calls that provider's own endpoint. Drop `base_url` (`--base-url`), "
+                    "or, for an OpenAI-compatible server, name the model `openai-chat:<model>`."
+                )
+            arguments: dict[str, Any] = {keyword: self.base_url}
+            env = API_KEY_ENV.get(provider_name)
+            if env and self._environ.get(env) and "api_key" in parameters:
+                arguments["api_key"] = self._environ[env]
+            provider = provider_class(**arguments)
+        return infer_model(spec, provider_factory=lambda _name: provider)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-import structlog
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.ledger import feedback_errors
 from atomtask.handlers.redact import redact
 from atomtask.loading.providers import API_KEY_ENV, install_command, provider_of
 from atomtask.system.errors import UsageError
+from atomtask.system.logs import get_logger
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
 from atomtask.system.templates import OutputMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
@@ -31,7 +31,7 @@ from pydantic_ai.exceptions import (
 
 __all__ = ["CallOutcome", "ModelCall", "budget_error", "configuration_error", "errors_of_last_answer", "map_error"]
 
-log = structlog.get_logger()
+log = get_logger(__name__)
 
 
 @attrs.frozen(kw_only=True)
@@ -48,6 +48,8 @@ class ModelCall:
     limits: TemplateLimits | None = None
     fallbacks: tuple[ModelChoice, ...] = ()
     repair: bool = True
+    # The template's and the call's model settings, merged (the TaskSystem's go under them at run time).
+    model_settings: dict[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -73,6 +75,12 @@ def configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
         )
     elif isinstance(exc, UsageError):
         message = exc.message
+    elif (env := API_KEY_ENV.get(provider_of(label) or "")) is not None and env in str(exc):
+        # pydantic-ai's text points at `Agent('test')` and `...Provider(api_key=...)`, which atomtask users never write.
+        message = f"Model {label!r} needs an API key: set the `{env}` environment variable, or choose another model."
+        return TaskError(
+            reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label, "env_var": env}
+        )
     else:
         message = f"Model {label!r} cannot be used: {redact(str(exc))}"
     return TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label})
@@ -113,10 +121,19 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
                 details["env_var"] = env
         return TaskError(reason=FailureReason.PROVIDER_ERROR, message=message, details=details)
     if isinstance(exc, ModelAPIError):
+        # A dropped or refused connection says only "Connection error.": name where it was going.
+        url = _request_url(exc)
+        where = f" (request to {redact(url)})" if url is not None else ""
         return TaskError(
             reason=FailureReason.PROVIDER_ERROR,
-            message=f"Provider {provider!r} failed for model {label!r}: {redact(str(exc))}",
-            details={"provider": provider, "model": label, "status": None, "error_type": type(exc).__name__},
+            message=f"Provider {provider!r} failed for model {label!r}: {redact(str(exc)).rstrip('.')}{where}.",
+            details={
+                "provider": provider,
+                "model": label,
+                "status": None,
+                "error_type": type(exc).__name__,
+                "url": redact(url) if url is not None else None,
+            },
         )
     if isinstance(exc, UnexpectedModelBehavior):
         invalid = [a for a in attempts if a.errors and a.model == label]
@@ -144,6 +161,22 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
         message=f"Unexpected {type(exc).__name__} while running template {call.template!r}: {redact(str(exc))}",
         details={"model": label, "error_type": type(exc).__name__},
     )
+
+
+def _request_url(exc: BaseException) -> str | None:
+    """The URL of the HTTP request behind a provider error: the SDK's exception (the cause) carries it."""
+    cause: BaseException | None = exc
+    for _ in range(8):  # the chain is pydantic-ai's error, the SDK's, httpx's, the socket's
+        if cause is None:
+            return None
+        try:
+            url = cause.request.url  # type: ignore[attr-defined]  # httpx raises RuntimeError when unset
+        except Exception:
+            url = None
+        if url:
+            return str(url)
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _body_message(body: object) -> str | None:

@@ -3,9 +3,11 @@
 `ProviderRetry` is a pydantic-ai capability that records every provider fault (HTTP 429/5xx,
 timeouts, refused or dropped connections, truncated streams) and retries a transient one with
 exponential backoff (honouring `Retry-After`) through the supported `RetryModelRequest` signal, up
-to `ProviderRetries.attempts` times. atomtask's capabilities sit on the cached Agent (a per-run
-capability costs ~10% of a run); what one run records goes into its `RunState`, passed as `deps`.
-Failed requests are not paid for, but they are part of the ledger.
+to `ProviderRetries.attempts` times. An answer that holds nothing (OpenAI `choices: []`, Anthropic
+`content: []`) is such a fault too (`EmptyAnswerError`), not a model that declined to answer.
+atomtask's capabilities sit on the cached Agent (a per-run capability costs ~10% of a run); what one
+run records goes into its `RunState`, passed as `deps`. Failed requests are not paid for (an empty
+answer may be: its usage stays in the ledger), but they are part of the ledger.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import pydantic_core
@@ -36,14 +38,16 @@ from pydantic_ai.exceptions import (
     RetryModelRequest,
 )
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.usage import UsageLimits
 
 __all__ = [
+    "EmptyAnswerError",
     "Fault",
     "ProviderRetries",
     "ProviderRetry",
     "RunState",
+    "empty_answer_cause",
     "feedback_errors",
     "is_transient",
     "ledger_attempts",
@@ -59,15 +63,42 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, _TRANSIENT)
 
 
+class EmptyAnswerError(ModelAPIError):
+    """The provider answered without any output: no `choices` (OpenAI), no `content` blocks (Anthropic)."""
+
+    def __init__(self, model: Model, cause: BaseException | None = None) -> None:
+        found = f" ({type(cause).__name__} reading it: {cause})" if cause is not None else ""
+        super().__init__(
+            model.model_name,
+            f"The provider's answer held no output: no `choices` or no `content`{found}. "
+            "This is usually a transient fault of the provider or of a proxy in front of it.",
+        )
+
+
+def empty_answer_cause(error: Exception) -> bool:
+    """`error` is pydantic-ai's adapter indexing into an answer that held nothing (`choices: []`).
+
+    Only an `IndexError` raised inside `pydantic_ai.models` counts, so a bug in a `FunctionModel`'s
+    function (user code) stays an unexpected error.
+    """
+    if not isinstance(error, IndexError):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("pydantic_ai.models.")
+
+
 @attrs.frozen(kw_only=True)
 class Fault:
-    """One model request that failed at the provider (no answer, nothing paid)."""
+    """One model request that failed at the provider (no answer; nothing paid unless `usage` says so)."""
 
     after_response: int
     error_type: str
     status: int | None
     message: str
     retried: bool
+    usage: UsageNotes | None = None
 
 
 @attrs.define(kw_only=True)
@@ -100,10 +131,33 @@ class ProviderRetry(AbstractCapability[Any]):
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
+        if empty_answer_cause(error):
+            await self._fault(ctx, EmptyAnswerError(request_context.model, error), cause=error)
+        await self._fault(ctx, error)
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
+            # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
+            usage = response.usage
+            paid = UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            await self._fault(ctx, EmptyAnswerError(request_context.model), usage=paid)
+        return response
+
+    async def _fault(
+        self,
+        ctx: RunContext[Any],
+        error: Exception,
+        *,
+        cause: BaseException | None = None,
+        usage: UsageNotes | None = None,
+    ) -> NoReturn:
+        """Record `error`; retry the request after the backoff if it is transient and retries are left, else raise."""
         state = run_state(ctx, self.state)
         answered = sum(isinstance(m, ModelResponse) for m in ctx.messages)
         retry = sum(f.after_response == answered for f in state.faults) + 1
-        transient = is_transient(error) and retry <= state.retries.attempts
+        transient = (is_transient(error) or isinstance(error, EmptyAnswerError)) and retry <= state.retries.attempts
         state.faults.append(
             Fault(
                 after_response=answered,
@@ -111,9 +165,12 @@ class ProviderRetry(AbstractCapability[Any]):
                 status=error.status_code if isinstance(error, ModelHTTPError) else None,
                 message=redact(str(error))[:500],
                 retried=transient,
+                usage=usage,
             )
         )
         if not transient:
+            if cause is not None:
+                raise error from cause
             raise error
         retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
         delay = state.retries.delay(retry, retry_after)
@@ -165,7 +222,10 @@ def ledger_attempts(
     for position in range(len(answered) + 1):
         for fault in state.faults:
             if fault.after_response == position:
-                entries.append({"fault": f"{fault.error_type}: {fault.message}", "status": fault.status})
+                entry: dict[str, Any] = {"fault": f"{fault.error_type}: {fault.message}", "status": fault.status}
+                if fault.usage is not None:
+                    entry["usage"] = fault.usage
+                entries.append(entry)
         if position < len(answered):
             entries.append(answered[position])
     return [Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)]

@@ -2,7 +2,7 @@
 
 One request in, one outcome out. Agents are cached by what changes them (the model and the output
 type and mode); everything that varies per call (the rendered system text, the prompt, retries,
-limits) is passed to the run, where the model really receives it. Every pydantic-ai outcome is
+limits, model settings) is passed to the run, where the model really receives it. Every pydantic-ai outcome is
 mapped to a `CallOutcome`: the validated output, or a `TaskError` with a fixed reason (the request
 and outcome types and that mapping live in `atomtask.handlers.calls`). The raw answer of every
 attempt and the usage are kept either way, read from the run's messages (`capture_run_messages`),
@@ -12,12 +12,12 @@ because pydantic-ai's exceptions do not carry them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import attrs
-import structlog
 from atomtask.handlers.base import BaseHandler, ModelChoice
+from atomtask.handlers.blocking import run_blocking
 from atomtask.handlers.calls import (
     CallOutcome,
     ModelCall,
@@ -29,6 +29,7 @@ from atomtask.handlers.calls import (
 from atomtask.handlers.ledger import ProviderRetry, RunState, ledger_attempts, remaining_limits
 from atomtask.handlers.repair import OutputRepair
 from atomtask.loading.providers import SDK_RETRYING_PROVIDERS, provider_of
+from atomtask.system.logs import get_logger
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
@@ -40,7 +41,7 @@ from pydantic_ai.settings import ModelSettings
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
-log = structlog.get_logger()
+log = get_logger(__name__)
 
 
 class LLMInteractionManager:
@@ -57,17 +58,8 @@ class LLMInteractionManager:
         self._lock = threading.Lock()
 
     def run_sync(self, call: ModelCall) -> CallOutcome:
-        """Run `call` with `Agent.run_sync`, falling back model by model."""
-        run = _Run(self, call)
-        while (step := run.next_step()) is not None:
-            with capture_run_messages() as messages:
-                try:
-                    result = step.agent.run_sync(call.prompt, **step.kwargs)
-                except Exception as exc:  # every run failure becomes a FAILED result, never a raise
-                    run.failed(step, exc, messages)
-                    continue
-            run.succeeded(step, result.output, messages)
-        return run.outcome()
+        """`run` from synchronous code, also where an event loop is already running (then on a worker thread)."""
+        return run_blocking(self.run(call))
 
     async def run(self, call: ModelCall) -> CallOutcome:
         """Run `call` with `await Agent.run`, falling back model by model."""
@@ -113,8 +105,16 @@ class LLMInteractionManager:
 
 
 # atomtask owns retrying (`ProviderRetries`) so that every fault is in the ledger and the count is the
-# user's; `model_settings` given to the TaskSystem still override this.
+# user's. Set on the Agent, so any `max_retries` in the run's model settings (the TaskSystem's, the
+# template's or the call's) still overrides it.
 _SDK_NO_RETRIES: ModelSettings = {"max_retries": 0}
+
+
+def run_settings(system: Mapping[str, Any] | None, call: Mapping[str, Any] | None) -> ModelSettings | None:
+    """The model settings of one run: the TaskSystem's, then the call's (template and call merged), key by key."""
+    if not system and not call:
+        return None
+    return cast("ModelSettings", {**(system or {}), **(call or {})})
 
 
 def _sdk_retries(choice: ModelChoice) -> bool:
@@ -165,8 +165,9 @@ class _Run:
             return None
         state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
         kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
-        if self.manager.handler.model_settings is not None:
-            kwargs["model_settings"] = self.manager.handler.model_settings
+        settings = run_settings(self.manager.handler.model_settings, self.call.model_settings)
+        if settings is not None:
+            kwargs["model_settings"] = settings
         if self.call.retries is not None:
             kwargs["retries"] = {"output": self.call.retries}
         if budget is not None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.llm import output_spec, probe_request
-from atomtask.loading.providers import install_command
+from atomtask.loading.providers import ATOMTASK_PROVIDER, install_command, provider_of
 from atomtask.system.errors import ConfigurationError
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
@@ -29,6 +29,10 @@ def _profile(choice: ModelChoice) -> ModelProfileSpec | None:
         return spec.profile
     if spec == "test":
         return None
+    if provider_of(spec) == ATOMTASK_PROVIDER:
+        from atomtask.handlers.synthetic import synthetic_profile
+
+        return synthetic_profile()
     # `infer_model_profile` asks the provider class for the profile without constructing a client
     # (importing the provider's module, and with it its SDK, which must then be installed).
     try:

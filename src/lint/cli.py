@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -41,7 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run the check described by `args`; 0 when clean, 1 on errors (or warnings with --strict), 2 on bad usage."""
+    """Run the check described by `args`; 0 when clean, 1 on errors (or warnings with --strict), 2 on bad usage.
+
+    Bad usage: an unknown code, nothing to check, a path or `--python` file that does not exist.
+    """
     from atomtask.lint.findings import RULES
 
     if args.explain:
@@ -65,6 +69,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print("atomtask: error: nothing to check; pass PATH ... or --python MODULE.", file=err)
             return EXIT_USAGE
         paths = [Path("templates")]
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    missing += [name for name in args.python if _is_file_name(name) and not Path(name).is_file()]
+    if missing:
+        print(
+            f"atomtask: error: no such file or folder: {', '.join(map(repr, missing))}; "
+            "pass existing declaration files or folders (and `--python` modules).",
+            file=err,
+        )
+        return EXIT_USAGE
+
+    from atomtask.loading.providers import check_model_string
+
+    # Checked here too, so the message names what the user typed (the engine only says "the models").
+    for model in args.model:
+        check_model_string(model, where="`--model`")
+    if not args.model and os.environ.get("ATOMTASK_MODEL"):
+        check_model_string(os.environ["ATOMTASK_MODEL"], where="the `ATOMTASK_MODEL` environment variable")
 
     from atomtask.lint.engine import check
 
@@ -96,6 +117,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(finding, file=out)
         print(_summary(report.files, report.templates, report.schemas, report.errors, report.warnings), file=out)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
+def _is_file_name(name: str) -> bool:
+    """Whether `--python NAME` names a file (as `python_sources.import_python` decides), not a module."""
+    return name.endswith(".py") or "/" in name or os.sep in name
 
 
 def _codes(values: Sequence[str]) -> list[str]:

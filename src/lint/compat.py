@@ -106,6 +106,12 @@ def _openai_compatible(name: str) -> ModelProfile:
     return merge_profile({"json_schema_transformer": OpenAIJsonSchemaTransformer}, _family(name))
 
 
+def _embedded(name: str) -> ModelProfile:
+    from atomtask.handlers.synthetic import synthetic_profile
+
+    return synthetic_profile()
+
+
 def _simple(module: str, function: str) -> Callable[[str], ModelProfile | None]:
     def profile(name: str) -> ModelProfile | None:
         import importlib
@@ -132,6 +138,7 @@ _ROUTES: dict[str, tuple[Callable[[str], ModelProfile | None], bool]] = {
     "mistral": (_simple("mistral", "mistral_model_profile"), True),
     "cohere": (_simple("cohere", "cohere_model_profile"), True),
     "groq": (_family, False),
+    "atomtask": (_embedded, True),  # `atomtask:synthetic`, the embedded offline model
     "bedrock": (_family, False),
 }
 

@@ -16,17 +16,19 @@ from typing import Any
 
 from atomtask.lint import compat, rules
 from atomtask.lint.findings import RULES, CheckReport, Finding, matches
+from atomtask.lint.problems import closure, template_problems
 from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
 from atomtask.loading.providers import check_model_string
 from atomtask.loading.readers import declaration_files, read_file
 from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.schemas.builtins import BUILTIN_SCHEMAS
-from atomtask.schemas.declarations import SchemaDef
+from atomtask.schemas.builtins import register_builtin_schemas
+from atomtask.schemas.declarations import JsonSchemaDef, SchemaDef
+from atomtask.schemas.field_checks import schema_problems
 from atomtask.schemas.fields import build_models
 from atomtask.schemas.model_registry import ModelRegistry
-from atomtask.schemas.type_strings import parse_type, referenced_names
+from atomtask.schemas.nested_fields import flatten
 from atomtask.system.errors import (
     ConfigurationError,
     DuplicateNameError,
@@ -74,6 +76,9 @@ def check(
     declarations = Declarations()
     for file in files:
         declarations.extend(run.read(file))
+    for skipped in declarations.skipped:
+        run.note("W101", skipped.message, skipped.location)
+    run.broken_schemas.update(declarations.invalid_schemas)
     run.register_schema_sources(declarations)
     run.register_schemas(declarations.schemas)
     for template in declarations.templates:
@@ -111,12 +116,12 @@ class _Run:
     def __init__(self, default_models: tuple[str, ...]) -> None:
         self.default_models = default_models
         self.models = ModelRegistry()
-        for cls in BUILTIN_SCHEMAS:  # what every TaskSystem knows, so shipped templates resolve
-            self.models.register(cls)
+        register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
         self.templates = TemplateRegistry(self.models)
         self.findings: dict[tuple[str, str, str], Finding] = {}
         self.schema_defs: dict[str, SchemaDef] = {}
-        self.broken_schemas: set[str] = set()
+        self.json_defs: dict[str, JsonSchemaDef] = {}  # by name and by the schema's own `title`
+        self.broken_schemas: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
         self.templates_seen = 0
         self.schemas_seen = 0
         self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
@@ -200,6 +205,11 @@ class _Run:
         from atomtask.schemas.sources import register_schema_sources
 
         self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
+        for definition in declarations.json_schemas:
+            title = definition.json_schema.get("title") if isinstance(definition.json_schema, dict) else None
+            for key in (title, definition.name):
+                if isinstance(key, str):
+                    self.json_defs[key] = definition
         try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)
             register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
             return
@@ -211,7 +221,7 @@ class _Run:
             try:
                 register_schema_sources([json_schema], [], self.models)
             except UsageError as exc:
-                self.broken_schemas.add(json_schema.name)
+                self.broken_schemas[json_schema.name] = json_schema.location
                 self.add(exc)
         for python_schema in declarations.python_schemas:
             if python_schema.name in self.models:
@@ -219,7 +229,7 @@ class _Run:
             try:
                 register_schema_sources([], [python_schema], self.models)
             except UsageError as exc:
-                self.broken_schemas.add(python_schema.name)
+                self.broken_schemas[python_schema.name] = python_schema.location
                 self.add(exc)
 
     def register_schemas(self, schemas: list[SchemaDef]) -> None:
@@ -230,13 +240,13 @@ class _Run:
             if first is None:
                 unique[schema.name] = schema
             elif first != schema:
-                self.broken_schemas.add(schema.name)
+                self.broken_schemas[schema.name] = schema.location
                 try:
                     reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
                 except UsageError as exc:
                     self.add(exc)
-        self.schema_defs.update(unique)
         known = {name: self.models.get(name) for name in self.models.names()}
+        self.schema_defs.update({spec.name: spec for spec in flatten(unique.values(), known)})
         batch = list(unique.values())
         try:
             built = build_models(batch, known=known)  # the fast path: one call, as `TaskSystem.load` makes
@@ -244,10 +254,12 @@ class _Run:
             built = {}
             for schema in batch:  # find every mistake: each schema with just what it references
                 try:
-                    built[schema.name] = build_models(_closure(schema, unique), known=known)[schema.name]
+                    built[schema.name] = build_models(closure(schema, unique), known=known)[schema.name]
                 except UsageError as exc:
-                    self.broken_schemas.add(schema.name)
+                    self.broken_schemas[schema.name] = schema.location
                     self.add(exc)
+                    for problem in schema_problems(schema, {*known, *unique}):
+                        self.add(problem)
         for name, cls in built.items():
             try:
                 self.models.register(cls, name, location=unique[name].location)
@@ -259,9 +271,22 @@ class _Run:
         try:
             self.templates.register(template)
         except UsageError as exc:
-            if isinstance(exc, SchemaError) and any(f"schema {n!r}" in exc.message for n in self.broken_schemas):
-                return  # the schema's own error is reported; this one would only repeat it
-            self.add(exc.with_location(self._locate(template)))
+            for problem in [exc, *template_problems(template, self.models)]:
+                self.add_template_problem(template, problem)
+
+    def add_template_problem(self, template: Template, problem: UsageError) -> None:
+        """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
+        broken = [n for n in self.broken_schemas if f"schema {n!r}" in problem.message]
+        if isinstance(problem, SchemaError) and broken:
+            name = broken[0]
+            declared = self.broken_schemas[name]
+            at = f" at {declared}" if declared is not None else ""
+            message = (
+                f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it is "
+                "not registered (its errors are reported there). Fix that declaration."
+            )
+            problem = SchemaError(message, location=problem.location)
+        self.add(problem.with_location(self._locate(template)))
 
     # -- warnings ---------------------------------------------------------------------------------------------
 
@@ -278,7 +303,7 @@ class _Run:
                 continue
             if cls not in schemas:
                 schemas[cls] = cls.model_json_schema()
-                for code, message, owner, field in rules.schema_issues(schemas[cls]):
+                for code, message, owner, field in rules.schema_issues(_as_described(cls, schemas[cls])):
                     self.note(code, message, self._field_location(owner, field, compiled))
             for model in self._models_of(compiled.template):
                 key = (cls, model, compiled.output_mode.value)
@@ -304,6 +329,21 @@ class _Run:
 
     # -- locations ----------------------------------------------------------------------------------------------
 
+    def _json_location(self, owner: str | None, field: str | None) -> SourceLocation | None:
+        """Where a field of a JSON Schema (or of one of its `$defs`) is written, when `owner` is one."""
+        if not owner:
+            return None
+        member = f"/properties/{field}" if field else ""
+        definition = self.json_defs.get(owner)
+        if definition is not None:
+            return definition.location_at(member)
+        for definition in self.json_defs.values():
+            schema = definition.json_schema
+            for defs in ("$defs", "definitions"):
+                if isinstance(schema, dict) and owner in (schema.get(defs) or {}):
+                    return definition.location_at(f"/{defs}/{owner}{member}")
+        return None
+
     def _locate(self, template: Template) -> SourceLocation | None:
         if template.location is not None:
             return template.location
@@ -313,6 +353,9 @@ class _Run:
     def _field_location(
         self, owner: str | None, field: str | None, compiled: CompiledTemplate
     ) -> SourceLocation | None:
+        where = self._json_location(owner, field)
+        if where is not None:
+            return where
         schema = self.schema_defs.get(owner) if owner else None
         if schema is not None:
             for field_def in schema.fields:
@@ -327,20 +370,16 @@ class _Run:
         return template.location_of("output_format.schema") or self._locate(template)
 
 
-def _closure(schema: SchemaDef, batch: dict[str, SchemaDef]) -> list[SchemaDef]:
-    """`schema` and the schemas of `batch` it references, directly or not (it first)."""
-    out = [schema]
-    seen = {schema.name}
-    todo = [schema]
-    while todo:
-        for field in todo.pop().fields:
-            try:
-                names = referenced_names(parse_type(field.type))
-            except UsageError:
-                continue
-            for name in names - seen:
-                if name in batch:
-                    seen.add(name)
-                    out.append(batch[name])
-                    todo.append(batch[name])
-    return out
+def _as_described(cls: type[BaseModel], schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema`, its synthetic `response` field described by the schema's own description.
+
+    A JSON Schema whose root is not an object is sent wrapped as `{"response": <value>}`; the description
+    given to the schema is on the wrapper, and is what describes the answer (no W203 for `response`).
+    """
+    response = (schema.get("properties") or {}).get("response")
+    if not getattr(cls, "json_schema_envelope", False) or not isinstance(response, dict):
+        return schema
+    if response.get("description") or not schema.get("description"):
+        return schema
+    described = {**response, "description": schema["description"]}
+    return {**schema, "properties": {**schema["properties"], "response": described}}

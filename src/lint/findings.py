@@ -166,6 +166,21 @@ line that raised.
     atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
 """,
     ),
+    # -- W1xx: files read but not taken as declarations ---------------------------------------------------------
+    _rule(
+        "W101",
+        "json-file-not-a-schema",
+        W,
+        "a `.json` file in a declarations folder is skipped: it is not a JSON Schema",
+        """
+A `.json` file is read as a JSON Schema named after the file. One holding an object with no JSON Schema
+keyword at all (no `type`, `properties`, `$ref`, `$schema`, `items`, `enum`, ...) is a data or
+configuration file, not a schema: it is skipped (`TaskSystem.load` logs `json_file_skipped`) rather
+than becoming a schema that accepts anything.
+
+    templates/settings.json:1:1: W101 'settings.json' is skipped: it holds a JSON object with no JSON Schema keyword
+""",
+    ),
     # -- W2xx: prompt and template quality --------------------------------------------------------------------
     _rule(
         "W201",
@@ -210,13 +225,16 @@ Field descriptions are what the model reads about each field (they go into the J
         "W204",
         "reasoning-after-answer",
         W,
-        "a reasoning-like field comes after the answer it should precede",
+        "a reasoning field comes after the answer it should precede",
         """
-Models write fields in order; reasoning written after the answer cannot inform it. Put fields named
-like `reasoning`, `rationale`, `explanation`, `thinking`, `analysis`, `justification` first.
+Models write fields in order; reasoning written after the answer cannot inform it. Judged on the roles
+of the output's top-level fields (nested objects are not looked into): a reasoning field is a text field
+named like `reasoning`, `rationale`, `reason`, `explanation`, `thinking`, `justification` (or described
+as the reasoning); an answer field is a choice (enum, literal), a flag, a number, or a field named like
+`answer`, `verdict`, `label`, `category`, `score`. Free text such as `analysis` or `summary` is neither.
 
     fields:
-      - {name: category, type: str}
+      - {name: category, type: 'literal["bug", "feature"]'}
       - {name: reasoning, type: str}     # W204 'reasoning' comes after 'category'
 """,
     ),

@@ -26,7 +26,27 @@ _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
 
 
 def import_python(name: str) -> Any:
-    """Import a dotted module name (with the current folder on `sys.path`) or a `.py` file, for `--python`."""
+    """Import a dotted module name (with the current folder on `sys.path`) or a `.py` file, for `--python`.
+
+    A module that calls `sys.exit` (or raises any other `BaseException` but `KeyboardInterrupt`) while
+    being imported raises `RuntimeError` (reported as a finding) instead of ending the check.
+    """
+    try:
+        return _import_python(name)
+    except SystemExit as exc:
+        raise RuntimeError(
+            f"the module called `sys.exit({exc.code!r})` while being imported (exit code {exc.code!r}); put its "
+            'script part under `if __name__ == "__main__":`'
+        ).with_traceback(exc.__traceback__) from None
+    except (KeyboardInterrupt, Exception):
+        raise
+    except BaseException as exc:  # e.g. `GeneratorExit` or a custom `BaseException`: it must not end the check
+        raise RuntimeError(
+            f"the module raised {type(exc).__name__}: {exc} while being imported; fix the module"
+        ).with_traceback(exc.__traceback__) from None
+
+
+def _import_python(name: str) -> Any:
     if name.endswith(".py") or os.sep in name or "/" in name:
         path = Path(name).resolve()
         if not path.is_file():

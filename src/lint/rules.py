@@ -12,16 +12,29 @@ from typing import Any, TypeAlias
 
 from atomtask.loading.checks import CompiledTemplate
 
-__all__ = ["REASONING_NAMES", "SchemaIssue", "schema_issues", "template_issues"]
+__all__ = ["ANSWER_NAMES", "REASONING_NAMES", "SchemaIssue", "schema_issues", "template_issues"]
 
 SchemaIssue: TypeAlias = tuple[str, str, str | None, str | None]
 """(code, message, owner schema title, field name)."""
 
-#: Field names (or name parts) that hold the model's reasoning, which should be written before the answer.
+#: Words of a text field's name that make it the model's reasoning, which should be written before the answer.
 REASONING_NAMES = frozenset(
-    {"reasoning", "rationale", "reason", "explanation", "thinking", "thoughts", "analysis", "justification", "cot"}
-)
+    {
+        "reasoning", "rationale", "reason", "reasons", "explanation", "explain", "thinking", "thoughts",
+        "thought", "justification", "cot",
+    }
+)  # fmt: skip
+#: Words of a field's name that make it the answer (besides its type: a choice, a flag or a number).
+ANSWER_NAMES = frozenset(
+    {
+        "answer", "verdict", "decision", "label", "category", "classification", "score", "rating", "grade",
+        "choice", "conclusion", "result", "sentiment",
+    }
+)  # fmt: skip
 _WORDS = re.compile(r"[a-z]+")
+_REASONING_DESCRIPTION = re.compile(
+    r"\b(reasoning|rationale|justification|justify|step[- ]by[- ]step|chain[- ]of[- ]thought)\b", re.IGNORECASE
+)
 
 
 def template_issues(compiled: CompiledTemplate) -> Iterator[tuple[str, str, str]]:
@@ -47,10 +60,20 @@ def template_issues(compiled: CompiledTemplate) -> Iterator[tuple[str, str, str]
 
 
 def schema_issues(schema: dict[str, Any]) -> Iterator[SchemaIssue]:
-    """Field descriptions, reasoning order and confusable enum values, for every object in `schema`."""
+    """Field descriptions and confusable enum values for every object in `schema`; reasoning order for its root.
+
+    W204 is judged on the roles of the root object's fields (nested objects are parts of the answer, not
+    the order the model answers in): a *reasoning* field is a text field named like `reasoning`,
+    `rationale`, `explanation` (name words in `REASONING_NAMES`) or described as the reasoning; an
+    *answer* field is a choice (`enum`, `const`, a literal), a flag or a number, or is named like
+    `answer`, `verdict`, `score` (`ANSWER_NAMES`); identifiers (`id`, `doc_id`) are neither. A reasoning
+    field after the first answer field is reported; a text field such as `analysis` or `summary` is
+    neither, so its place is never questioned.
+    """
     for title, node in _objects(schema):
         properties: dict[str, Any] = node.get("properties") or {}
         first_answer: str | None = None
+        is_root = node is schema
         for name, prop in properties.items():
             if isinstance(prop, dict) and not _described(prop, schema):
                 yield (
@@ -60,16 +83,16 @@ def schema_issues(schema: dict[str, Any]) -> Iterator[SchemaIssue]:
                     title,
                     name,
                 )
-            if _is_reasoning(name):
-                if first_answer is not None:
-                    yield (
-                        "W204",
-                        f"Field {name!r} of {title!r} comes after {first_answer!r}: the model writes fields in "
-                        f"order, so the reasoning cannot inform the answer. Move {name!r} before {first_answer!r}.",
-                        title,
-                        name,
-                    )
-            elif first_answer is None and not _is_key(name):
+            role = _role(name, prop, schema) if is_root and isinstance(prop, dict) else None
+            if role == "reasoning" and first_answer is not None:
+                yield (
+                    "W204",
+                    f"Field {name!r} of {title!r} comes after {first_answer!r}: the model writes fields in "
+                    f"order, so the reasoning cannot inform the answer. Move {name!r} before {first_answer!r}.",
+                    title,
+                    name,
+                )
+            elif role == "answer" and first_answer is None:
                 first_answer = name
             if isinstance(prop, dict):
                 for pair in _confusable(prop):
@@ -108,8 +131,49 @@ def _is_key(name: str) -> bool:
     return name.lower() == "id" or name.lower().endswith("_id") or name.endswith("Id")
 
 
-def _is_reasoning(name: str) -> bool:
-    return any(word in REASONING_NAMES for word in _WORDS.findall(name.lower()))
+def _role(name: str, prop: dict[str, Any], root: dict[str, Any]) -> str | None:
+    """ "reasoning", "answer" or None (an identifier, free text, a nested object or list)."""
+    if _is_key(name):
+        return None
+    if _is_reasoning(name, prop, root):
+        return "reasoning"
+    return "answer" if _is_answer(name, prop, root) else None
+
+
+def _is_reasoning(name: str, prop: dict[str, Any], root: dict[str, Any]) -> bool:
+    """A text field holding the model's reasoning, by its name or its description."""
+    options = _options(prop, root)
+    if not options or not all(option.get("type") in ("string", "null") for option in options):
+        return False
+    named = any(word in REASONING_NAMES for word in _WORDS.findall(name.lower()))
+    return named or bool(_REASONING_DESCRIPTION.search(str(prop.get("description") or "")))
+
+
+def _is_answer(name: str, prop: dict[str, Any], root: dict[str, Any]) -> bool:
+    """A field holding the answer: a choice, a flag or a number, or one named like an answer."""
+    if any(word in ANSWER_NAMES for word in _WORDS.findall(name.lower())):
+        return True
+    decisions = ("boolean", "integer", "number")
+    options = [o for o in _options(prop, root) if o.get("type") != "null"]
+    return bool(options) and all("enum" in o or "const" in o or o.get("type") in decisions for o in options)
+
+
+def _options(prop: dict[str, Any], root: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternatives of a field's schema (`anyOf`/`oneOf` members), local `$ref`s followed one step."""
+    members = prop.get("anyOf") or prop.get("oneOf") or [prop]
+    out: list[dict[str, Any]] = []
+    for member in members:
+        if not isinstance(member, dict):
+            continue
+        ref = member.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            parts = ref[2:].split("/")
+            target: Any = root
+            for part in parts:
+                target = target.get(part) if isinstance(target, dict) else None
+            member = target if isinstance(target, dict) else member
+        out.append(member)
+    return out
 
 
 def _confusable(prop: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -2,18 +2,21 @@
 
 Every mistake that can be found without calling a model is found here and raised as a usage
 error pointing at the template's source: undeclared placeholders, unknown schemas, bad type
-strings, unknown providers, defaults that do not fit their type.
+strings, unknown providers, defaults that do not fit their type, unknown or mistyped model settings.
+What is suspicious but valid (a single-brace `{param}`) is collected for a warning.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, NotRequired, Required
 
 import attrs
+from atomtask.loading.model_settings import check_model_settings
 from atomtask.loading.providers import check_model_string
 from atomtask.schemas import type_strings
 from atomtask.schemas.model_registry import ModelRegistry
@@ -22,7 +25,20 @@ from atomtask.system.templates import OutputMode, Placeholder, Template, find_pl
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-__all__ = ["CompiledTemplate", "compile_template"]
+__all__ = ["CompiledTemplate", "SingleBrace", "compile_template", "single_braces"]
+
+# `{name}` or `{name.field}` with single braces, once the `{{...}}` placeholders are masked out.
+_SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}(?!\})")
+
+
+@attrs.frozen(kw_only=True)
+class SingleBrace:
+    """A `{param}` in a template's text, where `{{param}}` was almost certainly meant: it is sent as written."""
+
+    field: str
+    param: str
+    text: str
+    location: SourceLocation | None
 
 
 @attrs.frozen(kw_only=True)
@@ -36,6 +52,8 @@ class CompiledTemplate:
     defaults: Mapping[str, Any]
     system_placeholders: tuple[Placeholder, ...]
     instruction_placeholders: tuple[Placeholder, ...]
+    model_settings: Mapping[str, Any] | None = None
+    single_braces: tuple[SingleBrace, ...] = ()
 
     @property
     def name(self) -> str:
@@ -54,6 +72,16 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
     system_ph = _check_placeholders(template, "system", annotations) if template.system else []
     instr_ph = _check_placeholders(template, "instructions", annotations)
     output_cls = _resolve_output(template, models)
+    settings = None
+    if template.model_settings is not None:
+        settings = check_model_settings(
+            template.model_settings,
+            where=where,
+            error=TemplateError,
+            locate=lambda key: (
+                _origin_location(template, f"model_settings.{key}") or template.location_of("model_settings")
+            ),
+        )
     return CompiledTemplate(
         template=template,
         output_cls=output_cls,
@@ -62,7 +90,49 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
         defaults=defaults,
         system_placeholders=tuple(system_ph),
         instruction_placeholders=tuple(instr_ph),
+        model_settings=settings,
+        single_braces=tuple(single_braces(template)),
     )
+
+
+def _origin_location(template: Template, field: str) -> SourceLocation | None:
+    origin = template.origin_of(field)
+    return origin.location if origin is not None else None
+
+
+def _text_location(template: Template, field: str, offset: int) -> SourceLocation | None:
+    """The source location of character `offset` of a text field, as precisely as its origin tells."""
+    origin = template.origin_of(field)
+    return origin.locate(offset, getattr(template, field)) if origin is not None else template.location_of(field)
+
+
+def single_braces(template: Template) -> list[SingleBrace]:
+    """Every `{param}` (single braces, a declared parameter) in `system` and `instructions`.
+
+    Valid text, sent to the model as written, but nearly always a `{{param}}` that lost a brace:
+    registration logs a warning for it.
+    """
+    found: list[SingleBrace] = []
+    for field in ("system", "instructions"):
+        text: str | None = getattr(template, field)
+        if not text or "{" not in text:
+            continue
+        placeholders, malformed = find_placeholders(text)
+        masked = list(text)
+        spans = [(ph.start, ph.end) for ph in placeholders] + [(at, at + len(raw)) for at, raw in malformed]
+        for start, end in spans:
+            masked[start:end] = " " * (end - start)
+        for match in _SINGLE_BRACE_RE.finditer("".join(masked)):
+            if match.group(1) in template.params:
+                found.append(
+                    SingleBrace(
+                        field=field,
+                        param=match.group(1),
+                        text=match.group(0),
+                        location=_text_location(template, field, match.start()),
+                    )
+                )
+    return found
 
 
 def _param_annotation(template: Template, name: str, type_text: str, models: ModelRegistry) -> Any:
@@ -113,10 +183,9 @@ def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
 
 def _check_placeholders(template: Template, field: str, annotations: Mapping[str, Any]) -> list[Placeholder]:
     text: str = getattr(template, field)
-    origin = template.origin_of(field)
 
     def where(offset: int) -> SourceLocation | None:
-        return origin.locate(offset, text) if origin is not None else template.location_of(field)
+        return _text_location(template, field, offset)
 
     placeholders, malformed = find_placeholders(text)
     if malformed:

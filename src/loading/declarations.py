@@ -4,26 +4,43 @@ from __future__ import annotations
 
 import attrs
 from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
-from atomtask.system.errors import DuplicateNameError
+from atomtask.system.errors import DuplicateNameError, SourceLocation
 from atomtask.system.templates import Template
 
-__all__ = ["Declarations", "reject_duplicate_schemas"]
+__all__ = ["Declarations", "Skipped", "reject_duplicate_schemas"]
+
+
+@attrs.frozen(kw_only=True)
+class Skipped:
+    """A file (or part of one) that was read but is not a declaration, and why; `atomtask check` warns."""
+
+    message: str
+    location: SourceLocation
 
 
 @attrs.frozen(kw_only=True)
 class Declarations:
-    """Templates and named schemas read from files, in file order."""
+    """Templates and named schemas read from files, in file order.
+
+    `invalid_schemas` names the schemas a reader found declared but could not read (their errors are
+    the reader's); `skipped` lists what was read and deliberately not taken as a declaration.
+    """
 
     templates: list[Template] = attrs.field(factory=list)
     schemas: list[SchemaDef] = attrs.field(factory=list)
     json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
     python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
+    invalid_schemas: dict[str, SourceLocation | None] = attrs.field(factory=dict)
+    skipped: list[Skipped] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
         self.schemas.extend(other.schemas)
         self.json_schemas.extend(other.json_schemas)
         self.python_schemas.extend(other.python_schemas)
+        for name, location in other.invalid_schemas.items():
+            self.invalid_schemas.setdefault(name, location)
+        self.skipped.extend(other.skipped)
 
 
 def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:

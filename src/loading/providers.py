@@ -1,7 +1,8 @@
 """Model strings: which provider prefixes exist, checked without importing any provider SDK.
 
 The list is derived from pydantic-ai itself (its known model names and its OpenAI-compatible
-provider names) rather than kept by hand, so it follows the installed version.
+provider names) rather than kept by hand, so it follows the installed version. atomtask adds its own
+provider, `atomtask:`, for the models it embeds (`atomtask:synthetic`, the offline default).
 """
 
 from __future__ import annotations
@@ -13,12 +14,18 @@ from atomtask.system.errors import ConfigurationError, SourceLocation, did_you_m
 
 __all__ = [
     "API_KEY_ENV",
+    "ATOMTASK_MODELS",
+    "ATOMTASK_PROVIDER",
     "SDK_RETRYING_PROVIDERS",
     "check_model_string",
     "install_command",
     "known_providers",
     "provider_of",
 ]
+
+# The models atomtask embeds, named `atomtask:<name>`; `atomtask.handlers` builds them.
+ATOMTASK_PROVIDER = "atomtask"
+ATOMTASK_MODELS: tuple[str, ...] = ("synthetic",)
 
 # Providers that pydantic-ai's `infer_model` routes explicitly but that no known model name uses.
 _ROUTED_ONLY = frozenset({"openai-responses", "azure-responses", "openai-chatgpt", "openai-codex", "system-one"})
@@ -67,7 +74,7 @@ def known_providers() -> frozenset[str]:
 
     prefixes = {name.split(":", 1)[0] for name in known_model_names() if ":" in name}
     prefixes.update(get_args(OpenAIChatCompatibleProvider.__value__))
-    return frozenset(prefixes | _ROUTED_ONLY)
+    return frozenset(prefixes | _ROUTED_ONLY | {ATOMTASK_PROVIDER})
 
 
 def provider_of(model: str) -> str | None:
@@ -83,11 +90,22 @@ def check_model_string(model: str, *, where: str, location: SourceLocation | Non
     if model in ("test",):
         return
     provider = provider_of(model)
+    if provider == ATOMTASK_PROVIDER:
+        embedded = [f"{ATOMTASK_PROVIDER}:{name}" for name in ATOMTASK_MODELS]
+        if model in embedded:
+            return
+        raise ConfigurationError(
+            f"Unknown embedded model {model!r} in {where}.{did_you_mean(model, embedded)} The embedded "
+            f"models are {', '.join(f'`{m}`' for m in embedded)}.",
+            location=location,
+            suggestions=near_names(model, embedded),
+        )
     providers = known_providers()
     if provider is None:
         raise ConfigurationError(
             f"Model {model!r} in {where} has no provider prefix; write it as `provider:model-name`, "
-            "for example `openai-chat:gpt-4o-mini` or `anthropic:claude-sonnet-4-5` (or `test`).",
+            "for example `openai-chat:gpt-4o-mini` or `anthropic:claude-sonnet-4-5` (or `atomtask:synthetic`, "
+            "the offline model).",
             location=location,
         )
     bare = provider.removeprefix("gateway/")

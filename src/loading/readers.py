@@ -1,7 +1,8 @@
 """Which reader turns a declaration file into `Declarations`, chosen by the file's suffix.
 
-One registry serves every front end. YAML and JSON Schema (`.json`) files are read here; a front end
-adds its own file type with one call:
+One registry serves every front end. YAML and JSON Schema (`.json`) files are read here (a `.json`
+file with no schema keyword is skipped, with a `json_file_skipped` warning); a front end adds its own
+file type with one call:
 
     register_reader((".toml",), read_toml_declarations)
 
@@ -13,6 +14,8 @@ function once, on its first lookup. A reader registered in code wins over one fo
 A reader gets the file's path and a list to append recoverable mistakes to (a reader that can go on
 after an invalid declaration appends it and reads on; one that cannot simply raises a `UsageError`,
 which then stands for the whole file). Every declaration it returns carries its `SourceLocation`.
+Readers read their files with `atomtask.schemas.source_text.read_source`, so a file that is not
+UTF-8 is refused with its name, the line and column of the bad byte, and the fix.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading.declarations import Declarations, Skipped, reject_duplicate_schemas
 from atomtask.loading.yaml_files import YAML_SUFFIXES, load_yaml_text
-from atomtask.system.errors import ConfigurationError, TemplateError, UsageError
+from atomtask.schemas.source_text import read_source
+from atomtask.system.errors import ConfigurationError, SourceLocation, TemplateError, UsageError
+from atomtask.system.logs import get_logger
 
 __all__ = ["Reader", "declaration_files", "load_paths", "read_file", "reader_for", "register_reader", "suffixes"]
+
+log = get_logger(__name__)
 
 Reader = Callable[[Path, list[UsageError]], Declarations]
 """`reader(path, errors) -> Declarations`; raises `UsageError` for a file it cannot read at all."""
@@ -141,13 +148,22 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
 
 
 def _read_yaml(path: Path, errors: list[UsageError]) -> Declarations:
-    return load_yaml_text(path.read_text(encoding="utf-8"), str(path), errors=errors)
+    return load_yaml_text(read_source(path), str(path), errors=errors)
 
 
 def _read_json_schema(path: Path, errors: list[UsageError]) -> Declarations:
     from atomtask.schemas.sources import json_schema_file_definition
 
-    return Declarations(json_schemas=[json_schema_file_definition(path)])
+    definition = json_schema_file_definition(path)
+    if definition is not None:
+        return Declarations(json_schemas=[definition])
+    log.warning("json_file_skipped", file=str(path), reason="no_schema_keyword")
+    message = (
+        f"{path.name!r} is skipped: it holds a JSON object with no JSON Schema keyword (such as `type`, "
+        "`properties`, `$ref` or `$schema`), so it is not a schema. Move the file out of the declarations "
+        "folder, or add the keywords if it is meant to be a schema."
+    )
+    return Declarations(skipped=[Skipped(message=message, location=SourceLocation(file=str(path), line=1, column=1))])
 
 
 # The built-in readers: plugins may replace them, and no plugin is looked for while this module loads.

@@ -1,4 +1,8 @@
-"""The `TemplateRegistry`: checked templates by name."""
+"""The `TemplateRegistry`: checked templates by name.
+
+Registering logs a warning (`single_brace_placeholder`) for a `{param}` written with single braces,
+which is sent to the model as written; `atomtask check` is not needed to see it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,12 @@ from collections.abc import Iterator
 from atomtask.loading.checks import CompiledTemplate, compile_template
 from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import DuplicateNameError, TemplateNotFoundError, did_you_mean, near_names
+from atomtask.system.logs import get_logger
 from atomtask.system.templates import Template
 
 __all__ = ["TemplateRegistry"]
+
+log = get_logger(__name__)
 
 
 class TemplateRegistry:
@@ -42,6 +49,8 @@ class TemplateRegistry:
                     location=template.location,
                 )
             self._compiled[template.name] = compiled
+        if compiled.single_braces:
+            _warn_single_braces(compiled)
         return template
 
     def get(self, name: str) -> Template:
@@ -71,6 +80,22 @@ class TemplateRegistry:
 
     def __len__(self) -> int:
         return len(self._compiled)
+
+
+def _warn_single_braces(compiled: CompiledTemplate) -> None:
+    """One warning per registered template, naming every `{param}` and where the first one is."""
+    found = compiled.single_braces
+    first = found[0]
+    log.warning(
+        "single_brace_placeholder",
+        template=compiled.name,
+        params=sorted({b.param for b in found}),
+        location=str(first.location) if first.location is not None else None,
+        fix=f"{first.text!r} in the {first.field} of template {compiled.name!r} is sent to the model as written; "
+        f"write `{{{{{first.param}}}}}` to insert the parameter"
+        + (f" ({len(found) - 1} more like it)" if len(found) > 1 else "")
+        + ".",
+    )
 
 
 def _declared(template: Template) -> dict[str, object]:

@@ -3,7 +3,12 @@
 A file holds one template, one named schema, a list of either, several YAML documents, or a
 mapping with `templates:` and `schemas:` lists. A mapping with `instructions` is a template; one
 with `fields` is a schema, one with `json_schema` a JSON Schema, one with `python` a Python class by
-import path. A `.json` file in a folder is a JSON Schema named after the file.
+import path. A `.json` file in a folder is a JSON Schema named after the file (`schemas.sources`).
+
+Nesting deeper than `MAX_NESTING` levels (aliases included) is refused as the document is composed,
+so no deeper input reaches anything that recurses. With an errors list, every mistake of a
+declaration is noted (each wrong key at its line), and the names of schemas that could not be read
+are kept in `Declarations.invalid_schemas`.
 """
 
 from __future__ import annotations
@@ -14,10 +19,17 @@ from typing import Any
 import attrs
 import yaml
 from atomtask.loading.declarations import Declarations
-from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
+from atomtask.schemas.declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
+from atomtask.schemas.source_text import MAX_NESTING, too_deep
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import ValidationError
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
 
 __all__ = ["YAML_SUFFIXES", "load_yaml_text"]
 
@@ -33,19 +45,68 @@ class _Node:
     block_keys: frozenset[str]
 
 
-try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster; the constructor stays Python.
-    from yaml import CSafeLoader as _SafeLoader
+try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster; composing and constructing stay Python.
+    from yaml._yaml import CParser as _EventSource
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]  # same interface, pure Python
+
+    class _EventSource(Reader, Scanner, Parser):  # type: ignore[no-redef]  # the same events, pure Python
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
 
 
-class _LocatingLoader(_SafeLoader):
-    """A SafeLoader that notes the position of every mapping and of each of its values."""
+class _LocatingLoader(Composer, _EventSource, SafeConstructor, Resolver):
+    """A safe loader that notes the position of every mapping and of each of its values.
+
+    The nodes are composed here, in Python, rather than by libyaml's composer, which recurses in C
+    (deep enough input has crashed the process; its own depth limit depends on the libyaml build):
+    nesting (aliases included) deeper than `MAX_NESTING` is refused as it is met, before anything
+    recurses further.
+    """
 
     def __init__(self, stream: str, file: str) -> None:
-        super().__init__(stream)
+        _EventSource.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        Composer.__init__(self)
         self.file = file
         self.nodes: dict[int, _Node] = {}
+        self._depth = 0
+        self._heights: dict[int, int] = {}  # id(collection node) -> how many levels it nests
+
+    def compose_document(self) -> yaml.Node | None:
+        node = super().compose_document()
+        self._heights.clear()  # keyed by id(): the next document's nodes may reuse these ids
+        return node
+
+    # Aliases add no nesting while composing, but what they point at nests inside them once constructed:
+    # each collection's height counts the collections it holds, aliased ones included.
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        self._enter()
+        node = super().compose_sequence_node(anchor)
+        self._leave(node, node.value)
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        self._enter()
+        node = super().compose_mapping_node(anchor)
+        self._leave(node, [child for pair in node.value for child in pair])
+        return node
+
+    def _enter(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            event = self.peek_event()
+            raise too_deep(self._loc(event.start_mark) if event is not None else SourceLocation(file=self.file), "YAML")
+
+    def _leave(self, node: yaml.Node, children: list[Any]) -> None:
+        heights = self._heights
+        height = 1 + max([heights.get(id(child), 0) for child in children], default=0)
+        heights[id(node)] = height
+        self._depth -= 1
+        if self._depth + height > MAX_NESTING:
+            raise too_deep(self._loc(node.start_mark), "YAML")
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         mapping = super().construct_mapping(node, deep=True)
@@ -63,7 +124,7 @@ class _LocatingLoader(_SafeLoader):
         return SourceLocation(file=self.file, line=mark.line + 1, column=mark.column + 1)
 
 
-_LocatingLoader.add_constructor(
+_LocatingLoader.add_constructor(  # type: ignore[type-var]  # typeshed bounds this to PyYAML's own loaders
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _LocatingLoader.construct_mapping,
 )
@@ -89,6 +150,8 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
         mark = getattr(exc, "problem_mark", None)
         location = SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else None
         problem = getattr(exc, "problem", None) or str(exc)
+        if "nesting depth" in problem and location is not None:  # libyaml's own limit, met before ours
+            raise too_deep(location, "YAML") from None
         raise TemplateError(f"Invalid YAML: {problem}.", location=location) from None
     finally:
         loader.dispose()
@@ -107,7 +170,7 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[Usa
     location = node.start if node is not None else SourceLocation(file=file)
     if not isinstance(doc, dict):
         error = TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
-        return _failed(error, errors)
+        return _failed([error], errors)
     if set(doc) <= {"templates", "schemas"} and doc:
         for key in ("schemas", "templates"):
             items = doc.get(key) or []
@@ -131,16 +194,28 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[Usa
                 f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
                 location=location,
             )
-    except UsageError as exc:
-        return _failed(exc, errors)
+    except (UsageError, _Problems) as exc:
+        failed = _failed(exc.problems if isinstance(exc, _Problems) else [exc], errors)
+        name = doc.get("name")
+        if "instructions" not in doc and isinstance(name, str) and {"fields", "json_schema", "python"} & set(doc):
+            failed.invalid_schemas[name] = location  # so a template using it is told it is invalid, not unknown
+        return failed
     return out
 
 
-def _failed(error: UsageError, errors: list[UsageError] | None) -> Declarations:
-    """Raise `error`, or note it and go on when the caller collects errors."""
+class _Problems(Exception):
+    """Every mistake found in one declaration (raised as the first one when errors are not collected)."""
+
+    def __init__(self, problems: list[UsageError]) -> None:
+        super().__init__(str(problems[0]))
+        self.problems = problems
+
+
+def _failed(problems: list[UsageError], errors: list[UsageError] | None) -> Declarations:
+    """Raise the first problem, or note them all and go on when the caller collects errors."""
     if errors is None:
-        raise error
-    errors.append(error)
+        raise problems[0]
+    errors.extend(problems)
     return Declarations()
 
 
@@ -152,7 +227,7 @@ def _template(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLoca
     try:
         template = Template.model_validate(doc)
     except ValidationError as exc:
-        raise _validation_error(TemplateError, "template", doc, exc, loader, location) from None
+        raise _Problems(_validation_errors(TemplateError, "template", doc, exc, loader, location)) from None
     node = loader.nodes.get(id(doc))
     origins: dict[str, TextOrigin] = {}
     if node is not None:
@@ -175,15 +250,22 @@ def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocati
     try:
         schema = SchemaDef.model_validate(doc)
     except ValidationError as exc:
-        raise _validation_error(SchemaError, "schema", doc, exc, loader, location) from None
+        raise _Problems(_validation_errors(SchemaError, "schema", doc, exc, loader, location)) from None
     schema.location = location
-    fields = doc.get("fields")
-    if isinstance(fields, list):
-        for field_def, raw in zip(schema.fields, fields, strict=False):
-            fnode = loader.nodes.get(id(raw)) if isinstance(raw, dict) else None
-            if fnode is not None:
-                field_def.location = fnode.keys.get("type", fnode.start)
+    _locate_fields(schema.fields, doc.get("fields"), loader)
     return schema
+
+
+def _locate_fields(fields: list[FieldDef], raw_fields: Any, loader: _LocatingLoader) -> None:
+    """Each field (nested `fields:` included) points at its `type`, else at its start."""
+    if not isinstance(raw_fields, list):
+        return
+    for field_def, raw in zip(fields, raw_fields, strict=False):
+        fnode = loader.nodes.get(id(raw)) if isinstance(raw, dict) else None
+        if fnode is not None:
+            field_def.location = fnode.keys.get("type", fnode.start)
+        if field_def.fields is not None and isinstance(raw, dict):
+            _locate_fields(field_def.fields, raw.get("fields"), loader)
 
 
 def _located(
@@ -197,14 +279,34 @@ def _located(
     try:
         declaration = kind.model_validate(doc)
     except ValidationError as exc:
-        raise _validation_error(SchemaError, "schema", doc, exc, loader, location, keys=kind.model_fields) from None
+        problems = _validation_errors(SchemaError, "schema", doc, exc, loader, location, keys=kind.model_fields)
+        raise _Problems(problems) from None
     node = loader.nodes.get(id(doc))
     key = "json_schema" if kind is JsonSchemaDef else "python"
     declaration.location = node.keys.get(key, location) if node is not None else location
+    if isinstance(declaration, JsonSchemaDef):
+        places: dict[str, SourceLocation] = {}
+        _places(doc.get("json_schema"), "", loader, places)
+        declaration.set_places(places)
     return declaration
 
 
-def _validation_error(
+def _places(value: Any, pointer: str, loader: _LocatingLoader, out: dict[str, SourceLocation]) -> None:
+    """Where each part of a JSON Schema written in YAML is, by (unescaped) JSON Pointer."""
+    if isinstance(value, dict):
+        node = loader.nodes.get(id(value))
+        if node is not None:
+            out.setdefault(pointer, node.start)
+        for key, item in value.items():
+            if node is not None and str(key) in node.keys:
+                out[f"{pointer}/{key}"] = node.keys[str(key)]
+            _places(item, f"{pointer}/{key}", loader, out)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _places(item, f"{pointer}/{index}", loader, out)
+
+
+def _validation_errors(
     kind: type[UsageError],
     what: str,
     doc: dict[str, Any],
@@ -212,28 +314,36 @@ def _validation_error(
     loader: _LocatingLoader,
     location: SourceLocation,
     keys: Iterable[str] | None = None,
-) -> UsageError:
-    """Turn pydantic's error into one message pointing at the offending key's line."""
-    err = exc.errors()[0]
-    loc_path = [p for p in err["loc"] if not isinstance(p, str) or not p.startswith("function-")]
-    where: SourceLocation | None = location
-    container: Any = doc
-    for part in loc_path:
-        node = loader.nodes.get(id(container)) if isinstance(container, dict) else None
-        if node is not None and isinstance(part, str) and part in node.keys:
-            where = node.keys[part]
-        try:
-            container = container[part]
-        except (KeyError, IndexError, TypeError):
-            break
+) -> list[UsageError]:
+    """Turn pydantic's errors into messages pointing at the offending keys' lines, one per key."""
     name = doc.get("name")
     label = f"{what} {name!r}" if isinstance(name, str) else what
-    dotted = ".".join(str(p) for p in loc_path)
-    message = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden" and len(loc_path) == 1:
-        valid = ", ".join(k for k in keys or (Template.model_fields if what == "template" else SchemaDef.model_fields))
-        valid = valid.replace(", base_uri", "")
-        message = f"unknown key; valid keys: {valid}"
-    elif err["type"] == "missing":
-        message = "required key is missing"
-    return kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
+    out: dict[tuple[Any, ...], UsageError] = {}
+    for err in exc.errors():
+        loc_path = [p for p in err["loc"] if not isinstance(p, str) or not p.startswith("function-")]
+        where: SourceLocation | None = location
+        container: Any = doc
+        walked: list[Any] = []  # the part of the path that is in the document (not union members' tags)
+        for part in loc_path:
+            node = loader.nodes.get(id(container)) if isinstance(container, dict) else None
+            if node is not None and isinstance(part, str) and part in node.keys:
+                where = node.keys[part]
+            try:
+                container = container[part]
+            except (KeyError, IndexError, TypeError):
+                break
+            walked.append(part)
+        if tuple(walked) in out:
+            continue  # one message per key: the alternatives of a union each report the same mistake
+        dotted = ".".join(str(p) for p in loc_path)
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden" and len(loc_path) == 1:
+            valid = ", ".join(
+                k for k in keys or (Template.model_fields if what == "template" else SchemaDef.model_fields)
+            )
+            valid = valid.replace(", base_uri", "")
+            message = f"unknown key; valid keys: {valid}"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        out[tuple(walked)] = kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
+    return sorted(out.values(), key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0))

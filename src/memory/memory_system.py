@@ -17,13 +17,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import attrs
-import structlog
 from atomtask.executors.rendering import render
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.memory.results import Document, DroppedMatch, MemoryContext, PromptReport
 from atomtask.memory.store import DocumentLike, DocumentStore
 from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
 from atomtask.system.errors import ConfigurationError, UsageError
+from atomtask.system.logs import get_logger
 from atomtask.system.results import TaskResult
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_TEMPLATE", "MemorySystem"]
 
-log = structlog.get_logger()
+log = get_logger(__name__)
 
 DEFAULT_TEMPLATE = "associative_match"
 DEFAULT_PROMPT_CHARS = 12_000
@@ -70,8 +70,10 @@ class MemorySystem:
             it has no template of that name.
         path: the SQLite file, `":memory:"`, or None for `default_memory_path()`
             (`$ATOMTASK_MEMORY_DB`, else `~/.local/share/atomtask/memory.sqlite3`).
-        template: the template to run; it must answer `AssociativeMatchResult` (or a subclass)
-            and take `query` and `candidates` (and `limit`, if it declares it).
+        template: the template to run; it must answer the built-in `AssociativeMatchResult` (or a
+            subclass; `schema: atomtask.AssociativeMatchResult` names it even when a schema of your own
+            is called `AssociativeMatchResult`) and take `query` and `candidates` (and `limit`, if it
+            declares it).
         model: the model for the task (else the template's, the system's, ... as for `execute`).
         max_prompt_chars: the budget for the system text plus the prompt, in characters.
         max_prompt_tokens: the same budget in tokens, at `CHARS_PER_TOKEN` characters a token;
@@ -303,8 +305,9 @@ def _compiled_template(task_system: TaskSystem, name: str) -> CompiledTemplate:
     if output is None or not issubclass(output, AssociativeMatchResult):
         declared = output.__name__ if output is not None else "text"
         raise ConfigurationError(
-            f"Template {name!r} answers {declared}, but the memory system needs `AssociativeMatchResult`; "
-            "set its `output_format.schema` to AssociativeMatchResult."
+            f"Template {name!r} answers {declared}, but the memory system needs atomtask's `AssociativeMatchResult`; "
+            "set its `output_format.schema` to `atomtask.AssociativeMatchResult` (the built-in class, whatever "
+            "your own schemas are called)."
         )
     missing = {"query", "candidates"} - set(compiled.template.params)
     if missing:

@@ -1,16 +1,26 @@
 """The output classes of the templates atomtask ships: what the memory system's `associative_match` answers.
 
 They live in the schema layer, not in `memory/`, because the facade needs them and sits below the
-memory front end. Deliberately light (pydantic only): every `TaskSystem` registers these classes by
-name when it is built, so the shipped `templates/associative_match.yaml` (`schema:
-AssociativeMatchResult`) resolves wherever `templates/` is loaded.
+memory front end. Deliberately light (pydantic only): every `TaskSystem` registers these classes when
+it is built (`register_builtin_schemas`), so the shipped `templates/associative_match.yaml` resolves
+wherever `templates/` is loaded:
+
+- under reserved names, `atomtask.AssociativeMatchResult` and `atomtask.MatchItem`, which no user
+  schema can take (a schema name is an identifier) and which the shipped template uses;
+- under their plain names, `AssociativeMatchResult` and `MatchItem`, as defaults: a user who declares
+  or registers a schema of that name gets their own class under it, without a duplicate-name error,
+  and the memory system goes on using these.
 """
 
 from __future__ import annotations
 
+from atomtask.schemas.model_registry import ModelRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BUILTIN_SCHEMAS", "AssociativeMatchResult", "MatchItem"]
+__all__ = ["BUILTIN_PREFIX", "BUILTIN_SCHEMAS", "AssociativeMatchResult", "MatchItem", "register_builtin_schemas"]
+
+BUILTIN_PREFIX = "atomtask."
+"""The reserved names of the built-in classes are their class names after this prefix."""
 
 
 class MatchItem(BaseModel):
@@ -39,4 +49,11 @@ class AssociativeMatchResult(BaseModel):
 
 
 BUILTIN_SCHEMAS: tuple[type[BaseModel], ...] = (MatchItem, AssociativeMatchResult)
-"""Output classes of the shipped templates, registered under their class names in every `TaskSystem`."""
+"""Output classes of the shipped templates, registered in every `TaskSystem` (see `register_builtin_schemas`)."""
+
+
+def register_builtin_schemas(models: ModelRegistry) -> None:
+    """Register the built-in classes under their reserved names, and under their plain names as defaults."""
+    for cls in BUILTIN_SCHEMAS:
+        models.register(cls, BUILTIN_PREFIX + cls.__name__)
+        models.register(cls, overridable=True)

@@ -7,6 +7,7 @@ them happens in `fields` (YAML fields), `json_models` (JSON Schema) and `sources
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, TypeAlias
 
 from atomtask.system.errors import SourceLocation
@@ -47,7 +48,7 @@ class _Declaration(BaseModel):
 
 
 class FieldDef(_Declaration):
-    """One field of a named schema: `{name, type, description, default, enum, constraints}`.
+    """One field of a named schema: `{name, type, description, default, enum, constraints, fields}`.
 
     `default` absent and `default: null` differ: the second gives the field a default (None).
     """
@@ -68,6 +69,8 @@ class FieldDef(_Declaration):
     format: str | None = None
     min_items: _Count | None = None
     max_items: _Count | None = None
+    #: The fields of a nested object: `type: object` (or `list[object]`, `object?`) with `fields:` under it.
+    fields: list[FieldDef] | None = None
 
     @property
     def has_default(self) -> bool:
@@ -75,7 +78,8 @@ class FieldDef(_Declaration):
         return "default" in self.model_fields_set
 
     def content(self) -> dict[str, Any]:
-        return {**self.model_dump(), "has_default": self.has_default}
+        nested = None if self.fields is None else [f.content() for f in self.fields]
+        return {**self.model_dump(exclude={"fields"}), "fields": nested, "has_default": self.has_default}
 
 
 class SchemaDef(_Declaration):
@@ -112,6 +116,31 @@ class JsonSchemaDef(_Declaration):
     description: str | None = None
     json_schema: dict[str, Any] | bool
     base_uri: str | None = Field(default=None, exclude=True)
+
+    _places: Mapping[str, SourceLocation] | Callable[[], Mapping[str, SourceLocation]] | None = PrivateAttr(
+        default=None
+    )
+
+    def set_places(self, places: Mapping[str, SourceLocation] | Callable[[], Mapping[str, SourceLocation]]) -> None:
+        """Where the parts of `json_schema` are, by unescaped JSON Pointer (or a function working it out once)."""
+        self._places = places
+
+    def location_at(self, pointer: str) -> SourceLocation | None:
+        """Where the part at `pointer` (`/properties/age`) is declared: the nearest enclosing part that is known.
+
+        Falls back to the declaration's `location` when no part is known (a schema not read from a file).
+        """
+        places = self._places
+        if callable(places):
+            places = self._places = places()
+        if places:
+            parts = pointer.rstrip("/").split("/") if pointer not in ("", "/") else [""]
+            while parts:
+                found = places.get("/".join(parts))
+                if found is not None:
+                    return found
+                parts.pop()
+        return self.location
 
 
 class PythonSchemaDef(_Declaration):

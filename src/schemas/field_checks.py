@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import keyword
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
 import attrs
 import pydantic_core
 from atomtask.schemas.declarations import FieldDef, SchemaDef, canonical
+from atomtask.schemas.nested_fields import flatten
 from atomtask.schemas.type_strings import (
     BUILTIN_TYPE_NAMES,
     ListType,
@@ -29,7 +30,15 @@ from atomtask.schemas.type_strings import (
 from atomtask.system.errors import DuplicateNameError, SchemaError, SourceLocation, did_you_mean, near_names
 from pydantic import BaseModel, Field, TypeAdapter
 
-__all__ = ["NUMERIC_OPTIONS", "TEXT_OPTIONS", "CheckedField", "CheckedSchema", "check_references", "prepare"]
+__all__ = [
+    "NUMERIC_OPTIONS",
+    "TEXT_OPTIONS",
+    "CheckedField",
+    "CheckedSchema",
+    "check_references",
+    "prepare",
+    "schema_problems",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -68,10 +77,13 @@ _ENUM_KINDS: dict[str, Callable[[object], bool]] = {
 }
 
 
-def prepare(defs: Sequence[SchemaDef]) -> dict[str, CheckedSchema]:
-    """Check every declaration (duplicates, types, options); one `CheckedSchema` per name."""
+def prepare(defs: Sequence[SchemaDef], known: Iterable[str] = ()) -> dict[str, CheckedSchema]:
+    """Check every declaration (duplicates, types, options); one `CheckedSchema` per name.
+
+    Nested objects become schemas of their own (see `flatten`), named apart from `known` ones.
+    """
     schemas: dict[str, CheckedSchema] = {}
-    for spec in defs:
+    for spec in flatten(defs, known):
         first = schemas.get(spec.name)
         if first is not None:
             if first.spec == spec:
@@ -85,22 +97,33 @@ def prepare(defs: Sequence[SchemaDef]) -> dict[str, CheckedSchema]:
     return schemas
 
 
-def _check_schema(spec: SchemaDef) -> CheckedSchema:
+def _check_schema(spec: SchemaDef, problems: list[SchemaError] | None = None) -> CheckedSchema:
+    """Check one schema; raise its first mistake, or, given `problems`, note every one and go on."""
+
+    def report(error: SchemaError) -> None:
+        if problems is None:
+            raise error
+        problems.append(error)
+
     name = spec.name
     if not name.isidentifier() or keyword.iskeyword(name):
-        raise SchemaError(
-            f"Schema name {name!r} is not a valid Python identifier; use letters, digits and "
-            "underscores, not starting with a digit (e.g. 'ContactInfo').",
-            location=spec.location,
+        report(
+            SchemaError(
+                f"Schema name {name!r} is not a valid Python identifier; use letters, digits and "
+                "underscores, not starting with a digit (e.g. 'ContactInfo').",
+                location=spec.location,
+            )
         )
-    if name in BUILTIN_TYPE_NAMES:
-        raise SchemaError(
-            f"Schema name {name!r} is a builtin type name; pick another, like {name.title() + 'Info'!r}.",
-            location=spec.location,
+    elif name in BUILTIN_TYPE_NAMES:
+        report(
+            SchemaError(
+                f"Schema name {name!r} is a builtin type name; pick another, like {name.title() + 'Info'!r}.",
+                location=spec.location,
+            )
         )
     if not spec.fields:
-        raise SchemaError(
-            f"Schema {name!r} has no fields; declare at least one under `fields:`.", location=spec.location
+        report(
+            SchemaError(f"Schema {name!r} has no fields; declare at least one under `fields:`.", location=spec.location)
         )
     seen: dict[str, FieldDef] = {}
     fields: list[CheckedField] = []
@@ -109,18 +132,39 @@ def _check_schema(spec: SchemaDef) -> CheckedSchema:
         where = field_def.location or spec.location
         first = seen.get(field_def.name)
         if first is not None:
-            raise SchemaError(
-                f"Field {field_def.name!r} is declared twice in schema {name!r} (at "
-                f"{first.location or spec.location or 'an unknown place'} and "
-                f"{where or 'an unknown place'}); rename or remove one.",
-                location=where,
+            report(
+                SchemaError(
+                    f"Field {field_def.name!r} is declared twice in schema {name!r} (at "
+                    f"{first.location or spec.location or 'an unknown place'} and "
+                    f"{where or 'an unknown place'}); rename or remove one.",
+                    location=where,
+                )
             )
+            continue
         seen[field_def.name] = field_def
-        fields.append(_check_field(field_def, name, where))
+        try:
+            fields.append(_check_field(field_def, name, where))
+        except SchemaError as exc:
+            report(exc)
+            continue
         content_fields.append({**field_def.content(), "type": str(fields[-1].expr)})
     content = canonical({"name": name, "description": spec.description, "fields": content_fields})
     refs = frozenset().union(*(referenced_names(f.expr) for f in fields))
     return CheckedSchema(spec=spec, fields=tuple(fields), content=content, refs=refs)
+
+
+def schema_problems(spec: SchemaDef, known: Iterable[str] = ()) -> list[SchemaError]:
+    """Every mistake in `spec` that `prepare` and `check_references` find, not only the first (for `check`).
+
+    Each field is checked on its own, nested objects included; a referenced name is known when it is in
+    `known` (the other schemas declared and the classes registered).
+    """
+    problems: list[SchemaError] = []
+    names = set(known)
+    flat = flatten([spec], names)
+    checked = {schema.name: _check_schema(schema, problems) for schema in flat}
+    problems.extend(_unknown_references(checked, dict.fromkeys(names)))
+    return problems
 
 
 def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> CheckedField:
@@ -143,6 +187,12 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> C
         expr = parse_type(spec.type, location=where)
     except SchemaError as exc:
         raise SchemaError(f"In {label}: {exc.message}", location=exc.location, suggestions=exc.suggestions) from None
+    if spec.fields is not None:
+        raise SchemaError(
+            f"`fields` under {label} declares a nested object, but its type is {spec.type!r}; write "
+            "`type: object` (or `list[object]`, `object?`) for a nested object, or remove `fields`.",
+            location=where,
+        )
     expr = _apply_enum(spec, expr, label, where)
     base = expr.inner if isinstance(expr, OptionalType) else expr
     kind = _KINDS.get(base.name) if isinstance(base, ScalarType) else "items" if isinstance(base, ListType) else None
@@ -239,8 +289,13 @@ def _check_pattern(pattern: str, label: str, where: SourceLocation | None) -> No
         ) from None
 
 
-def check_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, type[BaseModel]]) -> None:
+def check_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, Any]) -> None:
     """Raise `SchemaError` for a referenced schema that is neither declared nor registered ("did you mean")."""
+    for problem in _unknown_references(schemas, known):
+        raise problem
+
+
+def _unknown_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, Any]) -> Iterator[SchemaError]:
     candidates = sorted({*schemas, *known, *BUILTIN_TYPE_NAMES})
     for schema in schemas.values():
         for field in schema.fields:
@@ -248,9 +303,14 @@ def check_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, t
                 if ref in schemas or ref in known:
                     continue
                 listed = ", ".join(sorted({*schemas, *known})) or "none"
-                raise SchemaError(
+                hint = (
+                    " A nested object is `type: object` with its `fields:` under the field; any JSON object is `dict`."
+                    if ref == "object"
+                    else ""
+                )
+                yield SchemaError(
                     f"Unknown schema {ref!r} in field {field.spec.name!r} of schema {schema.spec.name!r} "
-                    f"(type {field.spec.type!r}).{did_you_mean(ref, candidates)} Known schemas: {listed}. "
+                    f"(type {field.spec.type!r}).{did_you_mean(ref, candidates)}{hint} Known schemas: {listed}. "
                     "Declare it in a schema file or register the Python class.",
                     location=field.where,
                     suggestions=near_names(ref, candidates),

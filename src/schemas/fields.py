@@ -80,7 +80,7 @@ def build_models(
         Node = build_models([node])["Node"]
         ```
     """
-    schemas = prepare(defs)
+    schemas = prepare(defs, known)
     check_references(schemas, known)
     with _LOCK:
         keys = {name: _cache_key(name, schemas, known) for name in schemas}

@@ -140,10 +140,10 @@ class _Builder:
         self.schema = schema
         self.registry = resources.registry
 
-    def fail(self, message: str, *, suggestions: list[str] | None = None) -> SchemaError:
-        return SchemaError(
-            f"JSON Schema {self.name!r}: {message}", location=self.location, suggestions=suggestions or []
-        )
+    def fail(self, message: str, *, at: str | None = None, suggestions: list[str] | None = None) -> SchemaError:
+        """The error for this schema, located at the JSON Pointer `at` when the declaration knows where that is."""
+        location = self.definition.location_at(at) if at is not None else self.location
+        return SchemaError(f"JSON Schema {self.name!r}: {message}", location=location, suggestions=suggestions or [])
 
     def build(self) -> type[JsonSchemaObject | JsonSchemaValue]:
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -158,7 +158,8 @@ class _Builder:
         except jsonschema.SchemaError as exc:
             raise self.fail(
                 f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. "
-                "Fix the schema."
+                "Fix the schema.",
+                at=_pointer(exc.absolute_path),
             ) from None
         root = referencing.Resource.from_contents(self.schema, default_specification=self.specification)
         resolver = self.registry.resolver_with_root(root)
@@ -221,7 +222,8 @@ class _Builder:
         except referencing.exceptions.Unresolvable:
             raise self.fail(
                 f"`$schema` {uri!r} is neither a JSON Schema draft nor a metaschema loaded here; use "
-                f"{_DEFAULT_DIALECT!r} or add the metaschema as a `.json` file."
+                f"{_DEFAULT_DIALECT!r} or add the metaschema as a `.json` file.",
+                at="/$schema",
             ) from None
 
     def validator_class(self) -> type[Any]:
@@ -238,7 +240,8 @@ class _Builder:
         if unknown:
             raise self.fail(
                 f"its metaschema {declared!r} requires vocabularies this library does not implement: "
-                f"{', '.join(unknown)}. Drop them from `$vocabulary` or mark them `false`."
+                f"{', '.join(unknown)}. Drop them from `$vocabulary` or mark them `false`.",
+                at="/$schema",
             )
         enabled = frozenset(v for v in vocabularies if v in VOCABULARIES)
         return validator_class(base, enabled)
@@ -259,7 +262,8 @@ class _Builder:
                 except referencing.exceptions.Unresolvable:
                     raise self.fail(
                         f"`{ref_keyword}` {ref!r} at `{path or '/'}` does not resolve. Point it at a `$defs` entry, "
-                        "or load the document it names as a `.json` file (nothing is fetched from the network)."
+                        "or load the document it names as a `.json` file (nothing is fetched from the network).",
+                        at=f"{path}/{ref_keyword}",
                     ) from None
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt not in checked_formats():
@@ -267,6 +271,7 @@ class _Builder:
             raise self.fail(
                 f"`format` {fmt!r} at `{path or '/'}` is not one that can be checked, so it would not be "
                 f"enforced.{did_you_mean(fmt, formats)} Checked formats: {', '.join(formats)}.",
+                at=f"{path}/format",
                 suggestions=near_names(fmt, formats),
             )
         for word in ("pattern",):
@@ -292,6 +297,7 @@ class _Builder:
                 raise self.fail(
                     f"unknown keyword {word!r} at `{path or '/'}`. Did you mean {close[0]!r}? An unknown keyword is "
                     "ignored by JSON Schema, so a misspelt one would silently not be enforced.",
+                    at=f"{path}/{word}",
                     suggestions=close,
                 )
         for sub_path, sub in subschemas(schema, path):
@@ -302,14 +308,17 @@ class _Builder:
         raise self.fail(
             f"`{path}` key {pattern!r} uses regular-expression syntax (such as `\\p{{...}}`) that `jsonschema` "
             "cannot apply when it works out `additionalProperties` or `unevaluatedProperties`, so it would not be "
-            "enforced exactly. Rewrite the pattern without it (e.g. a character class)."
+            "enforced exactly. Rewrite the pattern without it (e.g. a character class).",
+            at=path,
         )
 
     def check_pattern(self, pattern: str, path: str) -> None:
         try:
             compiled_pattern(pattern)
         except regex.error as exc:
-            raise self.fail(f"`{path}` {pattern!r} is not a valid regular expression: {exc}. Fix it.") from None
+            raise self.fail(
+                f"`{path}` {pattern!r} is not a valid regular expression: {exc}. Fix it.", at=path
+            ) from None
 
     # -- what the model receives -------------------------------------------------------------
 

@@ -32,6 +32,7 @@ class ModelRegistry:
     def __init__(self, *, importable: Iterable[str] = ()) -> None:
         self._classes: dict[str, type[BaseModel]] = {}
         self._locations: dict[str, SourceLocation | None] = {}
+        self._overridable: set[str] = set()
         self._lock = threading.Lock()
         #: Packages whose classes templates may name by import path (`schema: {python: "pkg.mod:Cls"}`).
         self.importable: tuple[str, ...] = tuple(importable)
@@ -61,11 +62,14 @@ class ModelRegistry:
         *,
         replace: bool = False,
         location: SourceLocation | None = None,
+        overridable: bool = False,
     ) -> M:
         """Register `cls` under `name` (default: the class name); returns `cls`, so it works as a decorator.
 
         Registering the same class again is a no-op; a different class under a taken name raises
-        `DuplicateNameError` unless `replace=True`.
+        `DuplicateNameError` unless `replace=True`, or unless the name was registered `overridable`
+        (as the built-in classes' plain names are: a user's own `MatchItem` takes the name over). An
+        `overridable` registration never displaces a class already under the name.
         """
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
             raise SchemaError(
@@ -76,7 +80,9 @@ class ModelRegistry:
         key = name or cls.__name__
         with self._lock:
             existing = self._classes.get(key)
-            if existing is not None and existing is not cls and not replace:
+            if overridable and existing is not None:
+                return cls  # the name is already someone's: a default gives way
+            if existing is not None and existing is not cls and not replace and key not in self._overridable:
                 where = self._locations.get(key)
                 at = f" (registered at {where})" if where is not None else ""
                 raise DuplicateNameError(
@@ -86,6 +92,10 @@ class ModelRegistry:
                 )
             self._classes[key] = cls
             self._locations[key] = location
+            if overridable:
+                self._overridable.add(key)
+            else:
+                self._overridable.discard(key)
         return cls
 
     def get(self, name: str) -> type[BaseModel]:

@@ -9,6 +9,7 @@ import (and so run) an arbitrary module.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -17,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef
+from atomtask.schemas.json_places import json_places
 from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.schemas.source_text import json_too_deep, read_source
 from atomtask.system.errors import SchemaError, SourceLocation, did_you_mean, near_names
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
+    "SCHEMA_KEYWORDS",
     "import_schema_class",
     "inline_output_class",
     "json_schema_file_definition",
@@ -152,22 +156,49 @@ def _class_name(template_name: str) -> str:
     return "".join(part.capitalize() for part in template_name.replace("-", "_").split("_") if part)
 
 
-def json_schema_file_definition(path: Path) -> JsonSchemaDef:
-    """A `.json` file in a templates folder: a JSON Schema named after the file (`Invoice.json` → 'Invoice')."""
-    location = SourceLocation(file=str(path))
+#: Keywords that make a JSON object a schema (annotations such as `title` alone do not): a `.json` file
+#: with none of them (a data or configuration file in the folder) is skipped, not taken as a schema.
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema", "$id", "$ref", "$dynamicRef", "$recursiveRef", "$defs", "definitions", "$anchor",
+        "type", "enum", "const", "properties", "patternProperties", "additionalProperties", "propertyNames",
+        "required", "items", "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not",
+        "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "unevaluatedItems",
+        "unevaluatedProperties", "format", "pattern", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+        "minProperties", "maxProperties", "minContains", "maxContains",
+    }
+)  # fmt: skip
+
+
+def json_schema_file_definition(path: Path) -> JsonSchemaDef | None:
+    """A `.json` file in a templates folder: a JSON Schema named after the file (`Invoice.json` → 'Invoice').
+
+    Returns None for a JSON object with no schema keyword at all (`SCHEMA_KEYWORDS`): such a file is not
+    a schema, and the caller skips it with a warning. Raises `SchemaError` for a file that is not UTF-8,
+    not JSON, nested deeper than `MAX_NESTING`, or neither an object nor a boolean.
+    """
+    file = str(path)
+    location = SourceLocation(file=file)
+    text = read_source(path, error=SchemaError)
+    too_deep = json_too_deep(text, file, SchemaError)
+    if too_deep is not None:
+        raise too_deep
     try:
-        contents = json.loads(path.read_text(encoding="utf-8"))
+        contents = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(
             f"Invalid JSON in schema file: {exc.msg}.",
-            location=SourceLocation(file=str(path), line=exc.lineno, column=exc.colno),
+            location=SourceLocation(file=file, line=exc.lineno, column=exc.colno),
         ) from None
     name = path.name.removesuffix(".json").removesuffix(".schema")
     if not isinstance(contents, dict | bool):
         raise SchemaError(
             f"Schema file holds a {type(contents).__name__}, not a JSON Schema (an object or a boolean).",
-            location=location,
+            location=SourceLocation(file=file, line=1, column=1),
         )
+    if isinstance(contents, dict) and not SCHEMA_KEYWORDS & set(contents):
+        return None
     description = contents.get("description") if isinstance(contents, dict) else None
     definition = JsonSchemaDef(
         name=name,
@@ -176,4 +207,5 @@ def json_schema_file_definition(path: Path) -> JsonSchemaDef:
         base_uri=path.resolve().as_uri(),
     )
     definition.location = location
+    definition.set_places(functools.partial(json_places, text, file))
     return definition

@@ -226,10 +226,12 @@ class Parser:
         name = token.text
         if name in SCALAR_ALIASES:
             return ScalarType(name=SCALAR_ALIASES[name])
-        if name == "list":
-            self.fail("`list` needs an item type, e.g. `list[str]`", token.start)
+        if name == "list":  # a list of anything, as configuration-first users write it
+            return ListType(item=ScalarType(name="any"))
         if name == "dict":
-            self.fail("`dict` needs a key and a value type, e.g. `dict[str, int]`", token.start)
+            return DictType(key=ScalarType(name="str"), value=ScalarType(name="any"))
+        if name == "optional":
+            self.fail("`optional` is not a type; write `T?` for an optional `T` (e.g. `str?`)", token.start)
         if name == "literal":
             self.fail('`literal` needs values, e.g. `literal["a", "b"]`', token.start)
         if name in _NONE_WORDS:

@@ -3,6 +3,7 @@
     str | string     int | integer     float | number     bool | boolean     any     date     datetime
     list[T]          dict[K, V]        T?  (T | None)     literal["a", 'b', 1, 2.5, true]
     A | B            (A | B)?          Contact            list[Contact?]
+    list  (list[any])                  dict  (dict[str, any])
 
 `?` binds tighter than `|` (`int | str?` is `int | (str | None)`), parentheses group, whitespace is
 ignored, and any other identifier names a schema. `parse_type` turns a string into an immutable AST

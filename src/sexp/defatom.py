@@ -4,7 +4,8 @@
       (params (text str "The text to read")
               (locale str (default "en")))
       (instructions "Extract the contact from ({{locale}}): {{text}}")
-      (output_format ((type "json") (schema "Contact") (mode "tool"))))
+      (output_format ((type "json") (schema "Contact") (mode "tool")))
+      (model_settings ((temperature 0) (max_tokens 500))))
 
     (defschema Contact "A person's contact details"
       (name str "Full name")
@@ -25,13 +26,23 @@ import attrs
 from atomtask.schemas.declarations import FieldDef, SchemaDef
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
-from atomtask.system.templates import Template, TemplateLimits, TextOrigin
+from atomtask.system.templates import MODEL_SETTING_HINTS, Template, TemplateLimits, TextOrigin
 from pydantic import ValidationError
 
 __all__ = ["TEMPLATE_CLAUSES", "datum", "schema_from_form", "template_from_form"]
 
 #: The clauses a `defatom` form may have (`instructions` is required).
-TEMPLATE_CLAUSES = ("params", "description", "system", "instructions", "output_format", "model", "retries", "limits")
+TEMPLATE_CLAUSES = (
+    "params",
+    "description",
+    "system",
+    "instructions",
+    "output_format",
+    "model",
+    "model_settings",
+    "retries",
+    "limits",
+)
 _TEXT_CLAUSES = ("description", "system", "instructions", "model")
 _OUTPUT_KEYS = ("type", "schema", "mode")
 _LIMIT_KEYS = tuple(TemplateLimits.model_fields)
@@ -111,6 +122,8 @@ def template_from_form(form: SList) -> Template:
             data[key] = _params(args, label, origins)
         elif key == "output_format":
             data[key] = _output_format(args, clause, label, origins)
+        elif key == "model_settings":
+            data[key] = _model_settings(args, label, origins)
         else:  # limits
             data[key] = {
                 k: datum(_single(e.items[1:], e, label)) for k, e in _entries(args, _LIMIT_KEYS, label).items()
@@ -128,6 +141,26 @@ def template_from_form(form: SList) -> Template:
     return template.located(form.location, origins)
 
 
+def _model_settings(args: Sequence[Node], label: str, origins: dict[str, TextOrigin]) -> dict[str, Any]:
+    """`((temperature 0) (max_tokens 500))` or `(temperature 0) (max_tokens 500)`; keys are checked at registration."""
+    if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
+        args = args[0].items
+    settings: dict[str, Any] = {}
+    for entry in args:
+        if not (isinstance(entry, SList) and len(entry.items) == 2 and isinstance(entry.items[0], Symbol)):
+            raise TemplateError(
+                f"`model_settings` of {label} is a list of `(key value)` pairs, like "
+                f"`(model_settings ((temperature 0) (max_tokens 500)))`; found {describe(entry)}.",
+                location=entry.location,
+            )
+        key = entry.items[0].name
+        if key in settings:
+            raise TemplateError(f"Model setting {key!r} is repeated in {label}; give it once.", location=entry.location)
+        settings[key] = datum(entry.items[1])
+        origins[f"model_settings.{key}"] = TextOrigin(location=entry.location)
+    return settings
+
+
 def _clauses(
     items: Sequence[Node], valid: Sequence[str], label: str, error: type[UsageError], *, what: str
 ) -> dict[str, SList]:
@@ -142,10 +175,10 @@ def _clauses(
                 location=item.location,
             )
         if head not in valid:
-            raise error(
-                f"Unknown {what} {head!r} in {label}.{did_you_mean(head, valid)} Valid {what}s: {listing}.",
-                location=item.location,
-            )
+            hint = did_you_mean(head, valid)
+            if head in MODEL_SETTING_HINTS and "model_settings" in valid:  # `(temperature 0)` beside `instructions`
+                hint = f" It is a model setting: write it inside `(model_settings (({head} ...)))`."
+            raise error(f"Unknown {what} {head!r} in {label}.{hint} Valid {what}s: {listing}.", location=item.location)
         if head in found:
             raise error(
                 f"The {what} {head!r} is repeated in {label} (first at {found[head].location}); give it once. "
@@ -268,6 +301,13 @@ def _spec(node: Node, options: Sequence[str], label: str, error: type[UsageError
     positional = ("type", "description")
     count = 0
     for item in node.items[1:]:
+        if isinstance(item, Symbol) and item.name.lower() == "optional":  # `(x optional str)`: a `?` is meant
+            kind = next((i.name for i in node.items[1:] if isinstance(i, Symbol) and i is not item), "str")
+            raise error(
+                f"`optional` is not a type or option of {name!r} in {label}; write `({name} {kind}?)`: "
+                "a `?` after the type makes it optional.",
+                location=item.location,
+            )
         if isinstance(item, SList):
             option = _option(item, options, name, label, error)
             if option in spec:

@@ -10,7 +10,8 @@ The language is small on purpose:
 - builtins: `(list x...)`, `(not x)`, `(eq? a b)`, `(get-field value key...)`, `(unwrap result)`;
 - task calls with named, evaluated arguments: `(extract_contact (text "...") (locale "fr"))` runs
   `TaskSystem.execute` and gives its `TaskResult`. A name bound by `defatom`, or any template the
-  system has registered (from YAML or Python too), can be called.
+  system has registered (from YAML or Python too), can be called. An `Interpreter` made with
+  `model=` / `model_settings=` passes them to every task call (`TaskSystem.defatom(..., model=)`).
 
 There are no user-defined functions, so evaluation depth is bounded by the reader's nesting limit.
 Every error is a `SexpEvalError` (or a registration `UsageError`) naming the line and column.
@@ -23,7 +24,7 @@ against); the values and environment are in `atomtask.sexp.values`, the builtins
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from atomtask.loading.declarations import Declarations
 from atomtask.loading.template_registry import TemplateRegistry
@@ -35,6 +36,9 @@ from atomtask.sexp.values import MISSING, Builtin, Environment, TaskFunction
 from atomtask.system.errors import TemplateError, did_you_mean
 from atomtask.system.results import TaskResult
 from atomtask.system.templates import Template
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 __all__ = ["BUILTINS", "SPECIAL_FORMS", "Environment", "Interpreter", "ScriptHost", "TaskFunction"]
 
@@ -48,13 +52,23 @@ class ScriptHost(Protocol):
 
     templates: TemplateRegistry
 
-    def execute(self, name_or_request: str, inputs: Mapping[str, Any] | None = None) -> TaskResult[Any]: ...
+    def execute(
+        self,
+        name_or_request: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+    ) -> TaskResult[Any]: ...
 
     def register_declarations(self, declarations: Declarations) -> list[str]: ...
 
 
 class Interpreter:
     """Evaluates source text against one `TaskSystem`; keeps the names of the templates it defined.
+
+    `model` and `model_settings` are passed to every task call the source makes (call-level: they win
+    over each template's model and go on top of its settings).
 
     Example:
         ```python
@@ -63,8 +77,16 @@ class Interpreter:
         ```
     """
 
-    def __init__(self, system: ScriptHost) -> None:
+    def __init__(
+        self,
+        system: ScriptHost,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+    ) -> None:
         self.system = system
+        self.model = model
+        self.model_settings = model_settings
         self.defined: list[str] = []
         self._special: dict[str, Callable[[SList, Environment], Any]] = {
             "quote": self._quote,
@@ -142,7 +164,7 @@ class Interpreter:
             if name in inputs:
                 raise SexpEvalError(f"Argument {name!r} is given twice to task {task.name!r}.", location=arg.location)
             inputs[name] = self.eval(arg.items[1], env)
-        return self.system.execute(task.name, inputs)
+        return self.system.execute(task.name, inputs, model=self.model, model_settings=self.model_settings)
 
     # -- special forms ---------------------------------------------------------------------------
 

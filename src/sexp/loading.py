@@ -11,6 +11,7 @@ from pathlib import Path
 
 from atomtask.loading.declarations import Declarations
 from atomtask.loading.readers import register_reader
+from atomtask.schemas.source_text import read_source
 from atomtask.system.errors import UsageError
 
 __all__ = ["SEXP_SUFFIX", "read_declarations", "register"]
@@ -22,14 +23,16 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
     """The `defschema` and `defatom` forms of a `.sexp` file as `Declarations` (the file reader).
 
     Only top-level declarations are read; the file's other forms are its script, which loading never
-    runs. A bad declaration is noted in `errors` and reading goes on; unreadable source raises.
+    runs. A bad declaration is noted in `errors` and reading goes on; unreadable source (not UTF-8, a
+    syntax error) raises.
     """
     from atomtask.sexp.defatom import schema_from_form
+    from atomtask.sexp.errors import SexpSyntaxError
     from atomtask.sexp.evaluator import declared_template
-    from atomtask.sexp.reader import SList, read
+    from atomtask.sexp.reader import SList, Symbol, read
 
     out = Declarations()
-    for form in read(path.read_text(encoding="utf-8"), str(path)):
+    for form in read(read_source(path, error=SexpSyntaxError), str(path)):
         if not isinstance(form, SList):
             continue
         try:
@@ -39,6 +42,9 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
                 out.schemas.append(schema_from_form(form))
         except UsageError as exc:
             errors.append(exc)
+            name = form.items[1] if len(form.items) > 1 else None
+            if form.head == "defschema" and isinstance(name, Symbol):
+                out.invalid_schemas.setdefault(name.name, form.location)
     return out
 
 

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 import attrs
 from atomtask.system.errors import SourceLocation
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 __all__ = [
     "OutputFormat",
@@ -33,6 +34,27 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # Anything between double braces is a placeholder attempt; the strict pattern says which are valid.
 _BRACES_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _PLACEHOLDER_RE = re.compile(rf"^\s*({_IDENT})((?:\.{_IDENT})*)\s*$")
+#: pydantic-ai `ModelSettings` keys a template author may write at the top level by mistake; they get a
+#: message pointing at `model_settings:` (the full list is checked at registration, in the loading layer).
+MODEL_SETTING_HINTS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "top_k",
+        "seed",
+        "timeout",
+        "stop_sequences",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "max_retries",
+        "parallel_tool_calls",
+        "request_timeout",
+        "thinking",
+        "service_tier",
+    }
+)
 
 
 class OutputMode(StrEnum):
@@ -62,11 +84,19 @@ class ParamSpec(BaseModel):
         return "default" not in self.model_fields_set
 
 
+#: Keys that make an inline `output_format.schema` mapping without `fields` a JSON Schema.
+_JSON_SCHEMA_KEYWORDS = frozenset(
+    {"$schema", "type", "properties", "$ref", "$defs", "items", "anyOf", "oneOf", "allOf", "enum", "const", "required"}
+)
+
+
 class OutputFormat(BaseModel):
     """What the answer must be: free `text`, or `json` matching a schema.
 
     `schema` is the name of a registered model, a Pydantic class, or an inline definition
-    (`{fields: [...]}`); `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`.
+    (`{fields: [...]}`, `{json_schema: {...}}`, `{python: "pkg.module:Class"}`, or a JSON Schema written
+    directly: a mapping with JSON Schema keywords such as `type`, `properties` or `$ref` and no `fields`);
+    `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
@@ -74,6 +104,16 @@ class OutputFormat(BaseModel):
     type: Literal["text", "json"] = "text"
     schema_: str | ModelClass | dict[str, Any] | None = Field(default=None, alias="schema")
     mode: OutputMode = OutputMode.TOOL
+
+    @field_validator("schema_", mode="before")
+    @classmethod
+    def _inline_json_schema(cls, value: Any) -> Any:
+        # A JSON Schema written directly under `schema:` (`{type: object, properties: ...}`) is read as
+        # `{json_schema: ...}`; a mapping with `fields` (or `json_schema`, `python`) is one of the other forms.
+        keys = set(value) if isinstance(value, dict) else set()
+        if _JSON_SCHEMA_KEYWORDS & keys and not {"fields", "json_schema", "python"} & keys:
+            return {"json_schema": value}
+        return value
 
     @model_validator(mode="after")
     def _schema_matches_type(self) -> OutputFormat:
@@ -191,9 +231,35 @@ class Template(BaseModel):
     retries: int | None = Field(default=None, ge=0, le=20)
     limits: TemplateLimits | None = None
     repair: bool = True
+    model_settings: dict[str, Any] | None = None
+    """pydantic-ai `ModelSettings` for this template's calls (`temperature`, `max_tokens`, `seed`, ...)."""
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_model_setting_keys(cls, data: Any) -> Any:
+        # `temperature: 0` beside `instructions` would only be "unknown key": say where it belongs.
+        if isinstance(data, dict):
+            misplaced = [key for key in data if key in MODEL_SETTING_HINTS]
+            if misplaced:
+                raise ValidationError.from_exception_data(
+                    cls.__name__,
+                    [
+                        InitErrorDetails(
+                            type=PydanticCustomError(
+                                "model_setting_key",
+                                "a model setting, not a template key; write it under `model_settings`: "
+                                f"`model_settings: {{{key}: {_yaml_scalar(data[key])}}}`",
+                            ),
+                            loc=(key,),
+                            input=data[key],
+                        )
+                        for key in misplaced
+                    ],
+                )
+        return data
 
     @field_validator("name")
     @classmethod
@@ -242,3 +308,14 @@ class Template(BaseModel):
     def origin_of(self, field: str) -> TextOrigin | None:
         """Where a text field starts in its source, if known."""
         return self._origins.get(field)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """How a value is written in YAML flow style, for a message that shows the fix."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)

@@ -8,6 +8,7 @@ provider SDKs and pydantic-ai's adapters run unchanged; `scripted_model()` scrip
 from .fake_server import (
     DelayedReply,
     DisconnectReply,
+    EmptyReply,
     ErrorReply,
     FakeProviderServer,
     RecordedRequest,
@@ -31,6 +32,7 @@ from .scripted import (
 __all__ = [
     "DelayedReply",
     "DisconnectReply",
+    "EmptyReply",
     "ErrorReply",
     "FakeProviderServer",
     "RecordedRequest",

@@ -32,7 +32,8 @@ def _anthropic_arguments(answer: Answer) -> object:
         return answer.arguments
 
 
-def anthropic_message(answer: Answer, model: str) -> dict[str, Any]:
+def anthropic_message(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
+    """A message carrying `answer`; `empty` sends `content: []`."""
     if answer.tool_name is None:
         content: dict[str, Any] = {"type": "text", "text": answer.text}
     else:
@@ -47,7 +48,7 @@ def anthropic_message(answer: Answer, model: str) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [content],
+        "content": [] if empty else [content],
         "stop_reason": "end_turn" if answer.tool_name is None else "tool_use",
         "stop_sequence": None,
         "usage": _anthropic_usage(answer.usage.input_tokens, answer.usage.output_tokens),
@@ -63,7 +64,9 @@ def _anthropic_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     }
 
 
-def anthropic_events(answer: Answer, model: str) -> list[str]:
+def anthropic_events(answer: Answer, model: str, *, empty: bool = False) -> list[str]:
+    """The events of a streamed message; `empty` sends no content block at all."""
+
     def event(data: dict[str, Any]) -> str:
         return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
 
@@ -76,11 +79,14 @@ def anthropic_events(answer: Answer, model: str) -> list[str]:
         block = {"type": "tool_use", "id": f"toolu_{answer.reply_id}", "name": answer.tool_name, "input": {}}
         deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(answer.arguments or "")]
     stop_reason = "end_turn" if answer.tool_name is None else "tool_use"
-    return [
-        event({"type": "message_start", "message": start}),
+    content = [
         event({"type": "content_block_start", "index": 0, "content_block": block}),
         *(event({"type": "content_block_delta", "index": 0, "delta": delta}) for delta in deltas),
         event({"type": "content_block_stop", "index": 0}),
+    ]
+    return [
+        event({"type": "message_start", "message": start}),
+        *([] if empty else content),
         event(
             {
                 "type": "message_delta",

@@ -29,6 +29,7 @@ from atomtask.testing.replies import (
     WIRE_BY_PATH,
     DelayedReply,
     DisconnectReply,
+    EmptyReply,
     ErrorReply,
     RecordedRequest,
     Reply,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DelayedReply",
     "DisconnectReply",
+    "EmptyReply",
     "ErrorReply",
     "FakeProviderServer",
     "RecordedRequest",
@@ -276,22 +278,31 @@ class FakeProviderServer:
             case DisconnectReply():
                 cut(handler.connection)
                 handler.close_connection = True
-            case TextReply() | ToolCallReply() | TruncatedStreamReply():
+            case TextReply() | ToolCallReply() | TruncatedStreamReply() | EmptyReply():
                 answer = self._resolve(reply, wire, body, raw_size=raw_size, number=number)
                 if isinstance(answer, ErrorReply):
                     send_error(handler, wire, answer)
                     return
                 model = str(body.get("model", "fake-model"))
+                empty = isinstance(reply, EmptyReply)
                 if body.get("stream") is True:
-                    events = openai_events(answer, model) if wire == "openai" else anthropic_events(answer, model)
+                    events = (
+                        openai_events(answer, model, empty=empty)
+                        if wire == "openai"
+                        else anthropic_events(answer, model, empty=empty)
+                    )
                     send_stream(handler, events, truncate=isinstance(reply, TruncatedStreamReply))
                 else:
-                    payload = openai_completion(answer, model) if wire == "openai" else anthropic_message(answer, model)
+                    payload = (
+                        openai_completion(answer, model, empty=empty)
+                        if wire == "openai"
+                        else anthropic_message(answer, model, empty=empty)
+                    )
                     send_json(handler, 200, payload, truncate=isinstance(reply, TruncatedStreamReply))
 
     def _resolve(
         self,
-        reply: TextReply | ToolCallReply | TruncatedStreamReply,
+        reply: TextReply | ToolCallReply | TruncatedStreamReply | EmptyReply,
         wire: Wire,
         body: dict[str, Any],
         *,
@@ -311,6 +322,9 @@ class FakeProviderServer:
             arguments = reply.args if isinstance(reply.args, str) else json.dumps(dict(reply.args))
             usage = reply.usage or estimated_usage(raw_size, arguments)
             return Answer(reply_id=reply_id, text=None, tool_name=name, arguments=arguments, usage=usage)
+        if isinstance(reply, EmptyReply):
+            usage = reply.usage or estimated_usage(raw_size, "")
+            return Answer(reply_id=reply_id, text=None, tool_name=None, arguments=None, usage=usage)
         usage = (reply.usage if isinstance(reply, TextReply) else None) or estimated_usage(raw_size, reply.text)
         return Answer(reply_id=reply_id, text=reply.text, tool_name=None, arguments=None, usage=usage)
 

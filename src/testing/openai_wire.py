@@ -21,7 +21,8 @@ OPENAI_ERRORS: Final[dict[int, tuple[str, str | None]]] = {
 }
 
 
-def openai_completion(answer: Answer, model: str) -> dict[str, Any]:
+def openai_completion(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
+    """A chat completion carrying `answer`; `empty` sends `choices: []` (a fault some providers and proxies show)."""
     message: dict[str, Any] = {"role": "assistant", "content": answer.text, "refusal": None}
     if answer.tool_name is not None:
         message["tool_calls"] = [
@@ -36,7 +37,9 @@ def openai_completion(answer: Answer, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": _CREATED,
         "model": model,
-        "choices": [
+        "choices": []
+        if empty
+        else [
             {
                 "index": 0,
                 "message": message,
@@ -57,7 +60,9 @@ def _openai_usage(usage: TokenUsage) -> dict[str, int]:
     }
 
 
-def openai_events(answer: Answer, model: str) -> list[str]:
+def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[str]:
+    """The chunks of a streamed completion; `empty` sends only the final usage chunk (no choice ever)."""
+
     def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> str:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
         data: dict[str, Any] = {
@@ -71,6 +76,8 @@ def openai_events(answer: Answer, model: str) -> list[str]:
             data["usage"] = _openai_usage(answer.usage)
         return f"data: {json.dumps(data)}\n\n"
 
+    if empty:
+        return [chunk(None), "data: [DONE]\n\n"]
     events = [chunk({"role": "assistant", "content": ""})]
     if answer.tool_name is None:
         events += [chunk({"content": piece}) for piece in pieces(answer.text or "")]

@@ -15,6 +15,7 @@ __all__ = [
     "WIRE_BY_PATH",
     "DelayedReply",
     "DisconnectReply",
+    "EmptyReply",
     "ErrorReply",
     "RecordedRequest",
     "Reply",
@@ -77,6 +78,13 @@ class DisconnectReply:
     """The server reads the request, then closes the connection without answering."""
 
 
+@attrs.frozen(kw_only=True)
+class EmptyReply:
+    """A well-formed answer that holds nothing: OpenAI `choices: []`, Anthropic `content: []`."""
+
+    usage: TokenUsage | None = None
+
+
 @attrs.frozen
 class TruncatedStreamReply:
     """The server starts answering `text`, then closes the connection halfway through the body."""
@@ -92,7 +100,9 @@ class DelayedReply:
     reply: ServerReply
 
 
-ServerReply: TypeAlias = TextReply | ToolCallReply | ErrorReply | DisconnectReply | TruncatedStreamReply | DelayedReply
+ServerReply: TypeAlias = (
+    TextReply | ToolCallReply | EmptyReply | ErrorReply | DisconnectReply | TruncatedStreamReply | DelayedReply
+)
 """Anything `FakeProviderServer.script()` accepts."""
 
 
@@ -125,6 +135,11 @@ class Reply:
     ) -> ErrorReply:
         """An HTTP error `status` with a provider-shaped body carrying `message`."""
         return ErrorReply(status=status, message=message, headers=dict(headers or {}), error_type=error_type, code=code)
+
+    @staticmethod
+    def empty(*, usage: TokenUsage | None = None) -> EmptyReply:
+        """An answer with no output at all: `choices: []` (OpenAI) or `content: []` (Anthropic)."""
+        return EmptyReply(usage=usage)
 
     @staticmethod
     def disconnect() -> DisconnectReply:

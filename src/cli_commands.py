@@ -1,0 +1,246 @@
+"""The `run`, `eval`, `list` and `show` commands: what each does, what it prints, and its exit status.
+
+Exit status, one rule for every command: 0 success; 1 the task ran and FAILED (the model or the
+provider); 2 the command could not run (bad arguments, unknown template, missing or mistyped input,
+bad model string, unreadable file). A FAILED result whose task never reached a model (template not
+found, invalid inputs, a configuration that cannot be used) is therefore 2, not 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from atomtask.cli_args import check_model_flags, model_settings, parse_inputs
+
+if TYPE_CHECKING:
+    from atomtask.system.results import TaskResult
+    from atomtask.task_system import TaskSystem
+
+__all__ = ["EXIT_OK", "EXIT_TASK_FAILED", "EXIT_USAGE", "eval_script", "exit_status", "list_templates", "run", "show"]
+
+EXIT_OK = 0
+EXIT_TASK_FAILED = 1
+EXIT_USAGE = 2
+
+DURATION_DIGITS = 1
+"""Durations in printed JSON are rounded to 0.1 ms: the float noise below that is no information."""
+
+
+def exit_status(result: TaskResult[Any]) -> int:
+    """0 for a COMPLETE result; 2 when the task never reached a model (a usage mistake); else 1."""
+    from atomtask.system.results import FailureReason
+
+    if result.ok or result.error is None:
+        return EXIT_OK
+    reason = result.error.reason
+    if reason in (FailureReason.TEMPLATE_NOT_FOUND, FailureReason.INPUT_VALIDATION_FAILURE):
+        return EXIT_USAGE
+    if reason == FailureReason.CONFIGURATION_ERROR and not result.notes.attempts:
+        return EXIT_USAGE
+    return EXIT_TASK_FAILED
+
+
+def _system(args: argparse.Namespace) -> TaskSystem:
+    """The task system of a command: its templates and endpoint; the model is chosen per call."""
+    from atomtask.task_system import TaskSystem, bundled_templates_path
+
+    paths: list[str | Path] = list(args.templates or [])
+    if not paths:
+        local = Path("templates")
+        paths = [local if local.is_dir() else bundled_templates_path()]
+    return TaskSystem(templates=paths, base_url=getattr(args, "base_url", None))
+
+
+def _check_output_path(args: argparse.Namespace) -> None:
+    """Refuse `--output` into a missing folder before any model is paid for."""
+    from atomtask.system.errors import UsageError
+
+    if args.output is not None and not Path(args.output).parent.is_dir():
+        raise UsageError(f"Cannot write {args.output!r}: its folder does not exist; create it or fix `--output`.")
+
+
+def _emit(text: str, args: argparse.Namespace, out: TextIO) -> None:
+    """The command's JSON output: to `--output FILE` when given, else stdout."""
+    if args.output is None:
+        print(text, file=out)
+        return
+    from atomtask.system.errors import UsageError
+
+    try:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"Cannot write {args.output!r} ({exc.strerror}); fix `--output`.") from None
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+    """`atomtask run NAME`: the validated output (or `--result`, the whole result) as JSON."""
+    check_model_flags(args.model)
+    _check_output_path(args)
+    inputs = parse_inputs(args.input, stdin)
+    settings = model_settings(args)
+    system = _system(args)
+    limits = {
+        name: value
+        for name, value in (
+            ("requests", args.max_requests),
+            ("total_tokens", args.max_total_tokens),
+            ("cost", args.max_cost),
+        )
+        if value is not None
+    }
+    result = system.execute(
+        args.name,
+        inputs,
+        model=args.model,
+        model_settings=settings,
+        retries=args.retries,
+        limits=limits or None,
+        repair=False if args.no_repair else None,
+    )
+    status = exit_status(result)
+    if status != EXIT_USAGE and not args.quiet:
+        _report(result, err)
+    if args.result:
+        _emit(result_json(result), args, out)
+    elif result.ok:
+        _emit(_output_json(result.parsedContent), args, out)
+    if result.error is not None:
+        print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
+    return status
+
+
+def _report(result: TaskResult[Any], err: TextIO) -> None:
+    """The default-model notice and the status line (left out with `-q`, and when the task never ran)."""
+    if result.notes.default_model_notice:
+        print(result.notes.default_model_notice, file=err)
+    print(_status_line(result), file=err)
+
+
+def _output_json(value: Any) -> str:
+    import pydantic_core
+
+    return pydantic_core.to_json(value, indent=2).decode()
+
+
+def _status_line(result: TaskResult[Any]) -> str:
+    notes = result.notes
+    attempts = len(notes.attempts)
+    tokens = notes.usage.total_tokens
+    repaired = sum(1 for a in notes.attempts if a.repairs)
+    extra = f", {repaired} repaired" if repaired else ""
+    return (
+        f"atomtask: {notes.template} {result.status.value} on {notes.model or '-'} "
+        f"({attempts} attempt{'s' if attempts != 1 else ''}{extra}, {tokens} tokens, {notes.duration_ms / 1000:.2f}s)"
+    )
+
+
+def _rounded(value: Any) -> Any:
+    """A JSON document with every `duration_ms` rounded to `DURATION_DIGITS`."""
+    if isinstance(value, dict):
+        return {
+            key: round(item, DURATION_DIGITS) if key == "duration_ms" and isinstance(item, float) else _rounded(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
+
+
+def result_json(result: TaskResult[Any]) -> str:
+    """A `TaskResult` as printed by the CLI: its JSON form, durations rounded."""
+    return json.dumps(_rounded(result.model_dump(mode="json")), indent=2, ensure_ascii=False)
+
+
+def eval_script(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+    """`atomtask eval FILE.sexp`: the script's final value as JSON; `--model` applies to every call in it."""
+    from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
+    from atomtask.system.errors import UsageError
+    from atomtask.system.results import TaskResult
+
+    check_model_flags(args.model)
+    _check_output_path(args)
+    path = Path(args.file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"Cannot read script {str(path)!r} ({exc.strerror}); pass a .sexp file.") from None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"Script {str(path)!r} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8."
+        ) from None
+    variables = parse_inputs(args.input, stdin)
+    settings = model_settings(args)
+    system = _system(args)
+    try:
+        value = system.defatom(source, file=str(path), variables=variables, model=args.model, model_settings=settings)
+    except SexpTaskFailedError as exc:
+        _emit(result_json(exc.result), args, out)
+        print(f"atomtask: error: {exc}", file=err)
+        return exit_status(exc.result)
+    except SexpEvalError as exc:
+        print(f"atomtask: error: {exc}", file=err)
+        return EXIT_USAGE
+    _emit(_value_json(value), args, out)
+    if isinstance(value, TaskResult):
+        status = exit_status(value)
+        if status != EXIT_USAGE and not args.quiet:
+            _report(value, err)
+        if value.error is not None:
+            print(f"atomtask: error: {value.error.reason.value}: {value.error.message}", file=err)
+        return status
+    return EXIT_OK
+
+
+def _value_json(value: Any) -> str:
+    """A script's value as JSON: results (durations rounded) and models in their JSON form, tasks by name."""
+    import pydantic_core
+    from atomtask.system.results import TaskResult
+
+    def fallback(obj: Any) -> Any:
+        return getattr(obj, "name", None) or repr(obj)
+
+    def results_rounded(obj: Any) -> Any:
+        if isinstance(obj, TaskResult):
+            return _rounded(obj.model_dump(mode="json"))
+        if isinstance(obj, list | tuple):
+            return [results_rounded(item) for item in obj]
+        if isinstance(obj, dict):
+            return {key: results_rounded(item) for key, item in obj.items()}
+        return obj
+
+    return pydantic_core.to_json(results_rounded(value), indent=2, fallback=fallback).decode()
+
+
+def list_templates(args: argparse.Namespace, out: TextIO) -> int:
+    """`atomtask list`: every template's name and description, one per line."""
+    system = _system(args)
+    for name in system.templates.names():
+        template = system.templates.get(name)
+        print(f"{name}\t{template.description or ''}".rstrip(), file=out)
+    return EXIT_OK
+
+
+def show(args: argparse.Namespace, out: TextIO) -> int:
+    """`atomtask show NAME`: the template and its output JSON Schema as the chosen model receives it."""
+    check_model_flags(args.model)
+    system = _system(args)
+    compiled = system.templates.compiled(args.name)
+    template = compiled.template
+    document = template.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if compiled.output_cls is not None:
+        from atomtask.handlers.output_schema import model_output_schema
+
+        document["output_format"]["schema"] = compiled.output_cls.__name__
+        choice = system.handler.choose_model(call=args.model, template=template.model)
+        sent = model_output_schema(compiled.output_cls, compiled.output_mode, choice)
+        # Exactly what pydantic-ai sends the model (after the model profile's schema transformer).
+        document["output_json_schema"] = sent.pop("json_schema")
+        document["output_delivery"] = {"model": choice.label, **sent}
+    print(json.dumps(document, indent=2), file=out)
+    return EXIT_OK

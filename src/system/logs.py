@@ -1,0 +1,86 @@
+"""atomtask's loggers: structured events that stay silent unless the application configures logging.
+
+A library must not print. structlog's built-in default prints every event to stdout, so atomtask's
+modules take their logger from `get_logger(__name__)` here instead of `structlog.get_logger()`:
+
+- When the application has configured structlog (`structlog.configure(...)`, or the `atomtask`
+  command doing it for itself), events go through that configuration, unchanged.
+- Otherwise they go to the standard library's `logging`, under the logger named after the module
+  (`atomtask.executors.atomic`, ...): the event name is the message and the event's data is in the
+  record's attributes (`extra`), so `logging.basicConfig(...)`, `dictConfig` or an OpenTelemetry log
+  handler see structured events. With no handler configured, nothing is printed: the `atomtask`
+  logger carries a `NullHandler`, as the logging HOWTO asks of libraries.
+
+Usage: `log = get_logger(__name__)` at module level, then `log.info("task_started", template=name)`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import structlog
+
+__all__ = ["get_logger"]
+
+logging.getLogger("atomtask").addHandler(logging.NullHandler())
+
+# Attributes a `logging.LogRecord` already has: an `extra` key among them makes `logging` raise
+# KeyError, so such event keys are passed on with a trailing underscore instead.
+_RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+
+def _keep_record_attributes(_: Any, __: str, event_dict: structlog.typing.EventDict) -> structlog.typing.EventDict:
+    for key in [k for k in event_dict if k in _RECORD_ATTRIBUTES]:
+        event_dict[f"{key}_"] = event_dict.pop(key)
+    return event_dict
+
+
+_STDLIB_PROCESSORS: list[Any] = [
+    structlog.stdlib.filter_by_level,  # first: a disabled level costs one `isEnabledFor` call
+    structlog.contextvars.merge_contextvars,
+    _keep_record_attributes,
+    structlog.stdlib.render_to_log_kwargs,
+]
+
+
+class _Logger:
+    """Follows structlog's configuration when there is one, the standard library's `logging` otherwise.
+
+    Decided at each event, not at import: an application may configure logging after importing
+    atomtask, and `structlog.testing.capture_logs` configures structlog for the length of a test.
+    """
+
+    __slots__ = ("_name", "_stdlib")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._stdlib: Any = None
+
+    def _target(self) -> Any:
+        if structlog.is_configured():
+            return structlog.get_logger(self._name)
+        if self._stdlib is None:
+            self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
+        return self._stdlib
+
+    def debug(self, event: str, **data: Any) -> None:
+        self._target().debug(event, **data)
+
+    def info(self, event: str, **data: Any) -> None:
+        self._target().info(event, **data)
+
+    def warning(self, event: str, **data: Any) -> None:
+        self._target().warning(event, **data)
+
+    def error(self, event: str, **data: Any) -> None:
+        self._target().error(event, **data)
+
+    def exception(self, event: str, **data: Any) -> None:
+        """An error event with the exception being handled (its traceback goes where logs go)."""
+        self._target().exception(event, **data)
+
+
+def get_logger(name: str) -> _Logger:
+    """The logger for module `name` (pass `__name__`)."""
+    return _Logger(name)

@@ -1,0 +1,180 @@
+"""What a workflow step declares: `Step`, its `Route`s and its `OnFailure` escalation (part of the file format).
+
+A step runs one task (`task:`), one sub-workflow (`workflow:`) or a `parallel:` group of steps. These
+are plain declarations: whether the names, paths, types and routes make sense is checked when the
+workflow is registered (`atomtask.workflows.checks`); running them is `atomtask.workflows.runner`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from atomtask.system.templates import TemplateLimits
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["END", "OnFailure", "Route", "Step"]
+
+#: The route target that ends the run.
+END = "end"
+
+_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Keys that only make sense on a step that runs a task or a sub-workflow, not on a `parallel` group.
+_RUN_KEYS = ("inputs", "outputs", "output", "model", "retries", "limits", "model_settings", "repair", "set_")
+
+
+class Route(BaseModel):
+    """One way out of a step: go `to` a step id (or `end`) when `when` is true (always, without `when`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    when: str | None = None
+    to: str
+
+
+class OnFailure(BaseModel):
+    """What to do when a step's task FAILED (or its outputs did not fit the state).
+
+    In YAML: `stop` (the default: the run fails), `continue` (go on as if the step had been skipped),
+    `{to: STEP}` (jump to a step), or `{retry_with: MODEL}` (run the step again with each model in
+    turn; `retry_with` may be a list, and may be combined with `to` or `then` for when they all fail).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retry_with: list[str] = Field(default_factory=list)
+    to: str | None = None
+    then: Literal["stop", "continue"] = "stop"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value not in ("stop", "continue"):
+                raise ValueError(
+                    f"`on_failure` is `stop`, `continue`, `{{to: STEP}}` or `{{retry_with: MODEL}}`, not {value!r}"
+                )
+            return {"then": value}
+        if isinstance(value, dict) and isinstance(value.get("retry_with"), str):
+            return {**value, "retry_with": [value["retry_with"]]}
+        return value
+
+    @model_validator(mode="after")
+    def _one_exit(self) -> OnFailure:
+        if self.to is not None and "then" in self.model_fields_set:
+            raise ValueError("`on_failure` has both `to` and `then`; keep one")
+        return self
+
+    @property
+    def action(self) -> Literal["stop", "continue", "to"]:
+        """What happens once every `retry_with` model has failed too."""
+        return "to" if self.to is not None else self.then
+
+
+class Step(BaseModel):
+    """One step of a workflow.
+
+    Example:
+        ```python
+        Step(id="review", task="review_article", inputs={"article": "{{state.article}}"},
+             outputs={"score": "score"}, route=[Route(when="state.score < 7", to="revise"), Route(to="end")])
+        ```
+
+    `inputs` maps each parameter to a value: a whole-value placeholder (`"{{state.x}}"`) passes the
+    typed value, other strings are rendered text, anything else is a literal. `outputs` maps a state
+    field to an output field (`{score: score}`); `output` stores the whole answer in one field.
+    `set` assigns expressions to fields after the outputs. `for_each` runs the step once per element
+    of a list (`as` names the element, `{{item}}` by default) and `collect` stores the answers in order.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str
+    task: str | None = None
+    workflow: str | None = None
+    parallel: list[Step] | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    output: str | None = None
+    model: str | None = None
+    retries: int | None = Field(default=None, ge=0, le=20)
+    limits: TemplateLimits | None = None
+    model_settings: dict[str, Any] | None = None
+    repair: bool | None = None
+    when: str | None = None
+    route: list[Route] | None = None
+    set_: dict[str, str] = Field(default_factory=dict, alias="set")
+    for_each: str | None = None
+    as_: str = Field(default="item", alias="as")
+    concurrency: int = Field(default=1, ge=1)
+    collect: str | None = None
+    on_failure: OnFailure = Field(default_factory=OnFailure)
+    max_visits: int | None = Field(default=None, ge=1)
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        if not _ID_RE.match(value):
+            raise ValueError(
+                f"step id {value!r} must start with a letter or `_` and contain only letters, digits, `_` and `-`"
+            )
+        if value == END:
+            raise ValueError(f"`{END}` is the route target that ends the run; give the step another id")
+        return value
+
+    @field_validator("as_")
+    @classmethod
+    def _valid_item_name(cls, value: str) -> str:
+        if not _IDENT_RE.match(value) or value == "state":
+            raise ValueError(f"`as: {value}` must be an identifier other than `state`")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Step:
+        kinds = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
+        if len(kinds) != 1:
+            found = ", ".join(f"`{k}`" for k in kinds) or "none of them"
+            raise ValueError(f"a step has exactly one of `task`, `workflow` or `parallel` (found {found})")
+        if self.output is not None and self.outputs:
+            raise ValueError("a step has `output` (the whole answer) or `outputs` (chosen fields), not both")
+        loop_keys = [k for k in ("collect", "as_", "concurrency") if k in self.model_fields_set]
+        if self.for_each is None and loop_keys:
+            raise ValueError(f"`{loop_keys[0].rstrip('_')}` only applies with `for_each`")
+        if self.for_each is not None and (self.output is not None or self.outputs):
+            raise ValueError("a `for_each` step stores its answers with `collect: FIELD`, not `output`/`outputs`")
+        if self.parallel is not None:
+            self._check_group(self.parallel)
+        return self
+
+    def _check_group(self, members: list[Step]) -> None:
+        if not members:
+            raise ValueError("`parallel` needs at least one step")
+        if self.for_each is not None:
+            raise ValueError("a `parallel` group cannot have `for_each`; put `for_each` on a step inside it")
+        if self.on_failure.retry_with:
+            raise ValueError("a `parallel` group cannot `retry_with`; put `on_failure` on the steps inside it")
+        for key in _RUN_KEYS:
+            if key in self.model_fields_set:
+                raise ValueError(f"`{key.rstrip('_')}` belongs on the steps inside `parallel`, not on the group")
+        for member in members:
+            if member.parallel is not None:
+                raise ValueError(f"step {member.id!r}: `parallel` groups do not nest")
+            if member.route is not None or member.max_visits is not None:
+                raise ValueError(f"step {member.id!r} is inside `parallel`: put `route`/`max_visits` on the group")
+            if member.on_failure.to is not None:
+                raise ValueError(
+                    f"step {member.id!r} is inside `parallel`: `on_failure: {{to: ...}}` goes on the group"
+                )
+
+    @property
+    def kind(self) -> Literal["task", "workflow", "parallel"]:
+        """Which of `task`, `workflow` or `parallel` this step runs."""
+        if self.task is not None:
+            return "task"
+        return "workflow" if self.workflow is not None else "parallel"
+
+    @property
+    def members(self) -> list[Step]:
+        """The steps of a `parallel` group (empty for other steps)."""
+        return list(self.parallel or [])

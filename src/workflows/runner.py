@@ -1,0 +1,296 @@
+"""`WorkflowRunner`: run a compiled workflow, step by step, over its typed state, to a `WorkflowResult`.
+
+The run starts from the validated run inputs and follows the steps: `when` may skip a step, a step
+writes its outputs and `set` into a new, validated state, and `route` (or the order of the steps)
+says where to go next, until `end` or the last step. A step that failed escalates as its
+`on_failure` says. `max_visits` and the workflow's `limits` hold at run time too. Nothing here
+raises for a run that failed: the result is FAILED, with the state as it was, every visit and its
+cost. The implementation is async; `run` is a thin synchronous wrapper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import warnings
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from atomtask.executors.atomic import AtomicTaskExecutor
+from atomtask.system.errors import ConfigurationError
+from atomtask.system.logs import get_logger
+from atomtask.system.results import TaskStatus, UsageNotes
+from atomtask.system.templates import TemplateLimits
+from atomtask.system.workflow_results import StepVisit, WorkflowFailure, WorkflowFailureReason, WorkflowResult
+from atomtask.system.workflows import END
+from atomtask.workflows.compiled import CompiledStep, CompiledWorkflow
+from atomtask.workflows.expressions import ExpressionRuntimeError
+from atomtask.workflows.state import Budget, StateWriteError, initial_state, write_state
+from atomtask.workflows.step_runs import Attempted, RunContext, run_attempts, run_group, run_items, skipped
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+__all__ = ["WorkflowRunner"]
+
+log = get_logger(__name__)
+S = TypeVar("S", bound=BaseModel)
+_Result = WorkflowResult[Any]
+
+
+class WorkflowRunner:
+    """Runs compiled workflows through one `AtomicTaskExecutor`.
+
+    Example:
+        ```python
+        runner = WorkflowRunner(system.executor)
+        result = await runner.run_async(workflows.compiled("article_writer"), {"topic": "tides"})
+        ```
+    """
+
+    def __init__(self, executor: AtomicTaskExecutor, *, on_visit: Callable[[StepVisit], None] | None = None) -> None:
+        self.executor = executor
+        #: Called with each visit of a top-level step as soon as it ends (the CLI's status lines).
+        self.on_visit = on_visit
+
+    @overload
+    async def run_async(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: None = None,
+    ) -> WorkflowResult[Any]: ...
+
+    @overload
+    async def run_async(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[S],
+    ) -> WorkflowResult[S]: ...
+
+    async def run_async(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[BaseModel] | None = None,
+    ) -> WorkflowResult[Any]:
+        """Run `compiled` on `inputs`; never raises for a run that failed.
+
+        `model=` overrides every model the workflow and its tasks name (but not `retry_with`);
+        `limits=` tighten the workflow's `limits` for this run. `expect=Cls` types the result as
+        `WorkflowResult[Cls]` and raises `ConfigurationError` when the state class is not a `Cls`.
+        """
+        if expect is not None and not issubclass(compiled.state_cls, expect):
+            raise ConfigurationError(
+                f"Workflow {compiled.name!r} has state {compiled.state_cls.__name__}, but the caller expects "
+                f"{expect.__name__}; fix `expect=` or the workflow's `state`."
+            )
+        own = compiled.workflow.limits
+        if limits is not None:
+            call = limits if isinstance(limits, TemplateLimits) else TemplateLimits.model_validate(limits)
+            own = call.tightest(own)
+        return await self._run(compiled, dict(inputs or {}), model, Budget(limits=own), notify=self.on_visit)
+
+    def run(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+    ) -> WorkflowResult[Any]:
+        """The synchronous form of `run_async`, on the thread's event loop (as pydantic-ai's `run_sync` does).
+
+        Runs share that loop with `TaskSystem.execute`, so clients cached by a provider stay on one loop.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return _run_until_complete(self.run_async(compiled, inputs, model=model, limits=limits))
+        raise ConfigurationError(
+            "`run` was called inside a running event loop; use `await runner.run_async(...)` there."
+        )
+
+    async def _run(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any],
+        model: Model | str | None,
+        budget: Budget,
+        *,
+        notify: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]:
+        started = time.perf_counter()
+        log.info("workflow_started", workflow=compiled.name, inputs=sorted(inputs))
+        first = initial_state(compiled, inputs)
+        if isinstance(first, WorkflowFailure):
+            return self._finish(compiled, None, [], first, started)
+        ctx = RunContext(compiled=compiled, executor=self.executor, model=model, budget=budget, run_child=self._child)
+        visits: list[StepVisit] = []
+        state: BaseModel = first
+        try:
+            state, failure = await _walk(ctx, state, _Visits(visits, notify))
+        except Exception as exc:  # a bug must not lose what was paid for: report it in the result
+            log.exception("workflow_unexpected_error", workflow=compiled.name)
+            failure = WorkflowFailure(
+                reason=WorkflowFailureReason.UNEXPECTED_ERROR,
+                message=f"Unexpected {type(exc).__name__}: {exc}",
+            )
+        return self._finish(compiled, state, visits, failure, started)
+
+    async def _child(
+        self, compiled: CompiledWorkflow, inputs: Mapping[str, Any], model: Model | str | None, budget: Budget
+    ) -> WorkflowResult[Any]:
+        return await self._run(compiled, inputs, model, budget)
+
+    @staticmethod
+    def _finish(
+        compiled: CompiledWorkflow,
+        state: BaseModel | None,
+        visits: list[StepVisit],
+        failure: WorkflowFailure | None,
+        started: float,
+    ) -> WorkflowResult[Any]:
+        usage = sum((v.usage for v in visits), UsageNotes())
+        status = TaskStatus.COMPLETE if failure is None else TaskStatus.FAILED
+        log.info(
+            "workflow_completed",
+            workflow=compiled.name,
+            status=status.value,
+            steps=len(visits),
+            requests=usage.requests,
+            reason=failure.reason.value if failure is not None else None,
+        )
+        return _Result(
+            workflow=compiled.name,
+            status=status,
+            state=state,
+            steps=visits,
+            usage=usage,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            error=failure,
+        )
+
+
+class _Visits:
+    """The visits of a run, in order, each announced to `notify` as it is added."""
+
+    def __init__(self, visits: list[StepVisit], notify: Callable[[StepVisit], None] | None) -> None:
+        self.visits = visits
+        self.notify = notify
+
+    def extend(self, new: Iterable[StepVisit]) -> None:
+        for visit in new:
+            self.visits.append(visit)
+            if self.notify is not None:
+                self.notify(visit)
+
+
+async def _walk(ctx: RunContext, state: BaseModel, visits: _Visits) -> tuple[BaseModel, WorkflowFailure | None]:
+    """Follow the steps from the first to the end; returns the last state and the failure that stopped the run."""
+    compiled = ctx.compiled
+    counts: dict[str, int] = {}
+    current = compiled.first
+    while current != END:
+        step = compiled.index[current]
+        count = counts.get(current, 0) + 1
+        bound = step.step.max_visits
+        if bound is not None and count > bound:
+            return state, WorkflowFailure(
+                reason=WorkflowFailureReason.MAX_VISITS_EXCEEDED,
+                message=f"Step {current!r} would run a {_ordinal(count)} time, over its `max_visits: {bound}`. "
+                "Raise the bound, or make the route leave the loop sooner.",
+                step=current,
+                details={"max_visits": bound},
+            )
+        counts[current] = count
+        try:
+            skip = step.when is not None and not step.when.evaluate({"state": state})
+        except ExpressionRuntimeError as exc:
+            return state, _expression_failure(step, "when", exc)
+        if skip:
+            visits.extend([skipped(step, count)])
+        else:
+            outcome = await _run_step(ctx, step, state, count)
+            visits.extend(outcome.visits)
+            if outcome.writes:
+                try:
+                    state = write_state(state, outcome.writes)
+                except StateWriteError as exc:  # validated on the step's own copy already; kept for safety
+                    return state, WorkflowFailure(
+                        reason=WorkflowFailureReason.STATE_VALIDATION_FAILURE, message=str(exc), step=current
+                    )
+            if outcome.failure is not None:
+                action = step.step.on_failure.action
+                if outcome.terminal or action == "stop":
+                    return state, outcome.failure
+                if action == "to" and step.step.on_failure.to is not None:
+                    current = step.step.on_failure.to
+                    continue
+        try:
+            current = _next(step, state)
+        except ExpressionRuntimeError as exc:
+            return state, _expression_failure(step, "route", exc)
+    return state, None
+
+
+async def _run_step(ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int) -> Attempted:
+    if step.members:
+        return await run_group(ctx, step, state, visit)
+    if step.for_each is not None:
+        return await run_items(ctx, step, state, visit)
+    return await run_attempts(ctx, step, state, visit)
+
+
+def _next(step: CompiledStep, state: BaseModel) -> str:
+    for route in step.routes:
+        if route.when is None or route.when.evaluate({"state": state}):
+            return route.to
+    return step.fallthrough
+
+
+def _expression_failure(step: CompiledStep, where: str, exc: ExpressionRuntimeError) -> WorkflowFailure:
+    return WorkflowFailure(
+        reason=WorkflowFailureReason.EXPRESSION_ERROR,
+        message=f"Step {step.id!r}, `{where}`: {exc}. Give the fields it reads a value first (or a default).",
+        step=step.id,
+    )
+
+
+def _run_until_complete(coro: Coroutine[Any, Any, WorkflowResult[Any]]) -> WorkflowResult[Any]:
+    """Run `coro` on this thread's event loop (made once and kept), cancelling it cleanly if interrupted."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: 3.12+ warns before making one
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    task = loop.create_task(coro)
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

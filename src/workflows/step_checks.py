@@ -1,0 +1,235 @@
+"""Checking one step of a workflow: its task or sub-workflow, inputs, outputs, expressions and paths.
+
+`compile_step` resolves what a step runs and parses everything it declares, noting each problem in
+the workflow's `Problems` and going on (so `atomtask check` reports them all). The checks that need
+the whole workflow (routes, reachability, cycles, data flow) are in `workflows.flow`; the input type
+check, which needs to know what has been written before the step, is `check_input_types`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from atomtask.loading.providers import check_model_string
+from atomtask.schemas import type_strings
+from atomtask.system.errors import UsageError, did_you_mean, near_names
+from atomtask.system.workflow_errors import (
+    WorkflowBindingError,
+    WorkflowCycleError,
+    WorkflowDeclarationError,
+    WorkflowError,
+    WorkflowExpressionError,
+    WorkflowNameError,
+    WorkflowTypeError,
+)
+from atomtask.system.workflows import END, Step
+from atomtask.workflows.compiled import CompiledRoute, CompiledStep, Read
+from atomtask.workflows.expressions import Expression
+from atomtask.workflows.output_checks import check_outputs, check_sets
+from atomtask.workflows.step_context import Reported, StepContext, expression, label, typed
+from atomtask.workflows.type_rules import compatible, describe, item_type
+from atomtask.workflows.values import Value, parse_value
+
+__all__ = ["StepContext", "check_input_types", "compile_step"]
+
+
+def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> CompiledStep:
+    """Check one step (a group with its members) and return its compiled form, noting every problem."""
+    declared_models = [(step.model, f"{path}.model")] if step.model else []
+    declared_models += [(m, f"{path}.on_failure.retry_with") for m in step.on_failure.retry_with]
+    for model, where in declared_models:
+        try:
+            check_model_string(model, where=f"step {step.id!r} of workflow {ctx.name!r}")
+        except UsageError as exc:
+            ctx.problems.add(WorkflowDeclarationError, exc.message, where, step=step.id)
+    when = expression(ctx, step, step.when, f"{path}.when", None)
+    routes = tuple(
+        CompiledRoute(
+            when=expression(ctx, step, r.when, f"{path}.route.{i}.when", None), to=r.to, where=f"{path}.route.{i}"
+        )
+        for i, r in enumerate(step.route or [])
+    )
+    common: dict[str, Any] = {
+        "step": step,
+        "path": path,
+        "when": when,
+        "routes": routes,
+        "fallthrough": fallthrough,
+        "reads_entry": _reads(when, f"{path}.when"),
+        "reads_route": tuple(r for route in routes for r in _reads(route.when, f"{route.where}.when")),
+    }
+    if step.parallel is not None:
+        members = tuple(compile_step(ctx, m, f"{path}.parallel.{i}", END) for i, m in enumerate(step.parallel))
+        return CompiledStep(members=members, **common)
+    task, child, params, output_type = _target(ctx, step, path)
+    for_each, item = _for_each(ctx, step, path)
+    inputs = _inputs(ctx, step, path, params, item)
+    output_map = check_outputs(ctx, step, path, output_type, item)
+    sets = check_sets(ctx, step, path)
+    reads_run = tuple(r for name, value in inputs.items() for r in _value_reads(value, f"{path}.inputs.{name}"))
+    return CompiledStep(
+        task=task,
+        child=child,
+        param_types={name: annotation for name, (annotation, _) in (params or {}).items()},
+        output_type=output_type,
+        item_type=item,
+        inputs=inputs,
+        for_each=for_each,
+        sets=sets,
+        output_map=output_map,
+        reads_run=_reads(for_each, f"{path}.for_each") + reads_run,
+        reads_set=tuple(r for field, expr in sets for r in _reads(expr, f"{path}.set.{field}")),
+        **common,
+    )
+
+
+def _target(ctx: StepContext, step: Step, path: str) -> tuple[Any, Any, dict[str, tuple[Any, bool]] | None, Any]:
+    """The task or sub-workflow, its parameters (`name -> (annotation, required)`) and its answer's type."""
+    if step.task is not None:
+        try:
+            compiled = ctx.templates.compiled(step.task)
+        except UsageError as exc:
+            ctx.problems.add(
+                WorkflowNameError,
+                f"Step {step.id!r} runs task {step.task!r}, which is not registered."
+                f"{did_you_mean(step.task, ctx.templates.names())} Register or load the template first.",
+                f"{path}.task",
+                step=step.id,
+                suggestions=exc.suggestions,
+            )
+            return None, None, None, Any
+        params = {name: (_param_type(ctx, spec.type), spec.required) for name, spec in compiled.template.params.items()}
+        return compiled, None, params, compiled.output_cls or str
+    name = step.workflow or ""
+    if name == ctx.name:
+        ctx.problems.add(
+            WorkflowCycleError,
+            f"Step {step.id!r} runs workflow {name!r} inside itself, without end. Use a route back to a step "
+            "(with `max_visits`) to repeat.",
+            f"{path}.workflow",
+            step=step.id,
+        )
+        return None, None, None, Any
+    try:
+        if ctx.resolve_workflow is None:
+            raise WorkflowNameError(f"No workflow named {name!r}: no workflow registry was given.")
+        child = ctx.resolve_workflow(name)
+    except WorkflowError as exc:
+        ctx.problems.add(
+            WorkflowNameError,
+            f"Step {step.id!r}: {exc.message}",
+            f"{path}.workflow",
+            step=step.id,
+            suggestions=exc.suggestions,
+        )
+        return None, None, None, Any
+    fields = child.state_cls.model_fields
+    params = {n: (fields[n].annotation, n in child.required_inputs) for n in child.run_inputs}
+    return None, child, params, child.state_cls
+
+
+def _param_type(ctx: StepContext, type_text: str) -> Any:
+    try:
+        return type_strings.to_annotation(type_strings.parse_type(type_text), ctx.models.get)
+    except UsageError:  # reported when the template was registered
+        return Any
+
+
+def _for_each(ctx: StepContext, step: Step, path: str) -> tuple[Expression | None, Any]:
+    if step.for_each is None:
+        return None, None
+    text = step.for_each.strip()
+    if text.startswith("{{") and text.endswith("}}") and text.count("{{") == 1:
+        text = text[2:-2]  # `"{{state.items}}"` reads the same as `state.items`
+    where = f"{path}.for_each"
+    expr = expression(ctx, step, text, where, None)
+    if expr is None:
+        return None, Any
+    element = item_type(typed(ctx, expr, where, step))
+    if element is None:
+        found = describe(typed(ctx, expr, where, step))
+        ctx.problems.add(
+            WorkflowTypeError,
+            f"Step {step.id!r}: `for_each: {step.for_each}` is a {found}, not a list.",
+            where,
+            step=step.id,
+        )
+        return expr, Any
+    return expr, element
+
+
+def _inputs(
+    ctx: StepContext, step: Step, path: str, params: dict[str, tuple[Any, bool]] | None, item: Any
+) -> dict[str, Value]:
+    """Parse each input; with the parameters known (`params`), every one is bound and none is unknown (E115)."""
+    roots = ("state", step.as_) if step.for_each is not None else ("state",)
+    runs = f"task {step.task!r}" if step.task is not None else f"workflow {step.workflow!r}"
+    what = "parameter" if step.task is not None else "run input"
+    values: dict[str, Value] = {}
+    for name, raw in step.inputs.items():
+        where = f"{path}.inputs.{name}"
+        if params is not None and name not in params:
+            declared = ", ".join(params) or "none"
+            ctx.problems.add(
+                WorkflowBindingError,
+                f"Step {step.id!r} binds {name!r}, which is not a {what} of "
+                f"{runs}.{did_you_mean(name, params)} {what.capitalize()}s: {declared}.",
+                where,
+                step=step.id,
+                suggestions=near_names(name, params),
+            )
+            continue
+        try:
+            values[name] = parse_value(raw, roots=roots)
+        except WorkflowExpressionError as exc:
+            ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, {label(where)}: ")
+            continue
+        for ref in values[name].all_refs():
+            with contextlib.suppress(Reported):
+                ctx.path_type(ref, item, where, step.id)
+    missing = [n for n, (_, required) in (params or {}).items() if required and n not in step.inputs]
+    if missing:
+        ctx.problems.add(
+            WorkflowBindingError,
+            f"Step {step.id!r} does not bind the required {what}(s) "
+            f"{', '.join(repr(m) for m in missing)} of {runs}. Add them under `inputs`.",
+            f"{path}.inputs",
+            step=step.id,
+        )
+    return values
+
+
+def _value_reads(value: Value, where: str) -> tuple[Read, ...]:
+    return tuple(Read(field=ref.field, ref=ref, where=where) for ref in value.all_refs() if ref.field is not None)
+
+
+def _reads(expr: Expression | None, where: str) -> tuple[Read, ...]:
+    if expr is None:
+        return ()
+    return tuple(Read(field=ref.field, ref=ref, where=where) for ref in expr.paths if ref.field is not None)
+
+
+def check_input_types(ctx: StepContext, step: CompiledStep, written: frozenset[str]) -> None:
+    """Each input's type against its parameter's, knowing the fields written before the step (E114)."""
+    runs = f"task {step.step.task!r}" if step.step.task is not None else f"workflow {step.step.workflow!r}"
+    for name, value in step.inputs.items():
+        target = step.param_types.get(name)
+        if target is None:
+            continue
+        where = f"{step.path}.inputs.{name}"
+        try:
+            source = value.static_type(lambda ref: ctx.path_type(ref, step.item_type, where, step.id, written=written))  # noqa: B023
+        except Reported:
+            continue
+        if not compatible(source, target):
+            shown = value.raw if isinstance(value.raw, str) else repr(value.raw)
+            ctx.problems.add(
+                WorkflowTypeError,
+                f"Step {step.id!r} passes {shown} ({describe(source)}) to parameter "
+                f"{name!r} ({describe(target)}) of {runs}: the types do not fit.",
+                where,
+                step=step.id,
+            )
+    for member in step.members:
+        check_input_types(ctx, member, written)

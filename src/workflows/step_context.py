@@ -1,0 +1,126 @@
+"""What every step of a workflow is checked against (`StepContext`), and the helpers the step checks share.
+
+`StepContext.path_type` resolves a `state.x.y` (or loop item) path to its type, noting an unknown
+path (E113) with "did you mean"; `expression` parses and type-checks one expression (E112, E114).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from atomtask.loading.template_registry import TemplateRegistry
+from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.system.errors import near_names
+from atomtask.system.workflow_errors import WorkflowExpressionError, WorkflowPathError, WorkflowTypeError
+from atomtask.system.workflows import Step
+from atomtask.workflows.compiled import CompiledWorkflow
+from atomtask.workflows.expression_types import ExpressionTypeError, expression_type
+from atomtask.workflows.expressions import Expression, PathRef, parse_expression
+from atomtask.workflows.problems import Problems
+from atomtask.workflows.type_rules import field_names, strip_none, walk
+from pydantic import BaseModel
+
+__all__ = ["Reported", "StepContext", "expression", "label", "typed"]
+
+
+class Reported(Exception):
+    """A problem was noted; the check that met it stops there."""
+
+
+@attrs.define
+class StepContext:
+    """What every step is checked against."""
+
+    problems: Problems
+    state_cls: type[BaseModel]
+    templates: TemplateRegistry
+    models: ModelRegistry
+    resolve_workflow: Callable[[str], CompiledWorkflow] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.problems.workflow.name
+
+    def path_type(
+        self, ref: PathRef, item: Any, where: str, step: str, *, written: frozenset[str] = frozenset()
+    ) -> Any:
+        """The annotation `ref` reaches; notes an unknown path (E113) and raises `Reported`.
+
+        A field in `written` has been written by a step, so its `None` default no longer applies.
+        """
+        if ref.root != "state":
+            current, walked = (Any if item is None else item), ref.root
+        else:
+            current, walked = self.state_cls, "state"
+        for depth, part in enumerate(ref.parts):
+            try:
+                following = walk(current, part)
+            except LookupError as exc:
+                self._unknown_path(ref, part, walked, current, str(exc), where, step)
+            current = strip_none(following) if depth == 0 and ref.root == "state" and part in written else following
+            walked += f"[{part}]" if isinstance(part, int) else f".{part}"
+        return current
+
+    def _unknown_path(
+        self, ref: PathRef, part: str | int, walked: str, owner: Any, why: str, where: str, step: str
+    ) -> None:
+        names = field_names(owner) or []
+        close = near_names(str(part), names)
+        suggestions = [f"{walked}.{c}" for c in close]
+        hint = f" Did you mean `{suggestions[0]}`?" if suggestions else ""
+        if owner is self.state_cls:
+            why = f"the state has no field {part!r}"
+        listing = f" Fields there: {', '.join(names)}." if names else ""
+        message = f"Unknown path `{ref.text}` in {label(where)} of step {step!r}: {why}.{hint}{listing}"
+        self.problems.add(WorkflowPathError, message, where, step=step, offset=ref.offset, suggestions=suggestions)
+        raise Reported
+
+
+def label(where: str) -> str:
+    """`steps.2.inputs.topic` -> "input 'topic'"; `steps.2.route.0.when` -> "route 1"."""
+    parts = where.split(".")
+    while parts and (parts[0] in ("steps", "parallel") or parts[0].isdigit()):
+        parts.pop(0)
+    if parts[:1] == ["inputs"] and len(parts) > 1:
+        return f"input {parts[1]!r}"
+    if parts[:1] == ["route"] and len(parts) > 1:
+        return f"route {int(parts[1]) + 1}"
+    if parts[:1] == ["set"] and len(parts) > 1:
+        return f"`set: {parts[1]}`"
+    return f"`{'.'.join(parts)}`" if parts else "the step"
+
+
+def expression(
+    ctx: StepContext, step: Step, text: str | None, where: str, item: Any, *, roots: tuple[str, ...] = ("state",)
+) -> Expression | None:
+    """Parse and type-check one expression of `step`, noting its problems (E112, E113, E114); None if unparsable."""
+    if text is None:
+        return None
+    try:
+        expr = parse_expression(text, roots=roots, fields=list(ctx.state_cls.model_fields))
+    except WorkflowExpressionError as exc:
+        ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, {label(where)}: ")
+        return None
+    try:
+        expression_type(expr, lambda ref: ctx.path_type(ref, item, where, step.id))
+    except ExpressionTypeError as exc:
+        ctx.problems.add(
+            WorkflowTypeError,
+            f"Step {step.id!r}, {label(where)}: {exc.message}",
+            where,
+            step=step.id,
+            offset=exc.offset,
+        )
+    except Reported:
+        pass
+    return expr
+
+
+def typed(ctx: StepContext, expr: Expression, where: str, step: Step) -> Any:
+    """The type of an expression already checked by `expression` (`Any` where it had a problem)."""
+    try:
+        return expression_type(expr, lambda ref: ctx.path_type(ref, None, where, step.id))
+    except (ExpressionTypeError, Reported):
+        return Any  # reported by `expression`

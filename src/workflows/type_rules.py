@@ -1,0 +1,221 @@
+"""Static type rules for workflows: what a value of one annotation may be passed as, and what a path reaches.
+
+Types are the Python annotations the schemas layer builds (`str`, `list[Contact]`, `Contact | None`,
+`Literal['a', 'b']`, a Pydantic class, `Any`). The rule is the one a developer expects, stricter than
+Pydantic's lax mode: a `str` never goes into an `int` (although "5" would validate), an `int` goes
+into a `float`, a class goes into another class whose fields it has, and `Any` goes anywhere.
+"""
+
+from __future__ import annotations
+
+import datetime
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["NONE", "compatible", "describe", "field_names", "item_type", "kinds", "members", "strip_none", "walk"]
+
+NONE: Any = type(None)
+_Seen = set[tuple[int, int]]
+
+
+def members(annotation: Any) -> list[Any]:
+    """The alternatives of a union (`A | B | None` gives `[A, B, NoneType]`); any other annotation alone."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        found: list[Any] = []
+        for arg in typing.get_args(annotation):
+            found.extend(members(arg))
+        return found
+    if annotation is None:
+        return [NONE]
+    return [annotation]
+
+
+def strip_none(annotation: Any) -> Any:
+    """The annotation without its `None` alternative (`A | None` gives `A`)."""
+    rest = [m for m in members(annotation) if m is not NONE]
+    if not rest:
+        return annotation
+    if len(rest) == 1:
+        return rest[0]
+    return typing.Union.__getitem__(tuple(rest))
+
+
+def kinds(annotation: Any) -> set[str]:
+    """The kinds of value an annotation admits: `str`, `number`, `bool`, `none`, `list`, `dict`, `model`, `date`..."""
+    found: set[str] = set()
+    for member in members(annotation):
+        found.add(_kind(member))
+    return found
+
+
+def _kind(member: Any) -> str:
+    if member is Any or member is object:
+        return "any"
+    if member is NONE:
+        return "none"
+    if typing.get_origin(member) is typing.Literal:
+        literal_kinds = {_kind(type(v)) for v in typing.get_args(member)}
+        return literal_kinds.pop() if len(literal_kinds) == 1 else "any"
+    origin = typing.get_origin(member) or member
+    if origin is bool:
+        return "bool"
+    if origin in (int, float):
+        return "number"
+    if origin is str:
+        return "str"
+    if origin is datetime.datetime:
+        return "datetime"
+    if origin is datetime.date:
+        return "date"
+    if origin in (list, tuple, set, frozenset):
+        return "list"
+    if origin is dict:
+        return "dict"
+    if isinstance(origin, type) and issubclass(origin, BaseModel):
+        return "model"
+    return "other"
+
+
+def describe(annotation: Any) -> str:
+    """A short readable name: `str`, `list[Contact]`, `Contact | None`, `any`."""
+    parts = members(annotation)
+    if len(parts) > 1:
+        return " | ".join(describe(p) for p in parts)
+    member = parts[0]
+    if member is Any:
+        return "any"
+    if member is NONE:
+        return "None"
+    origin = typing.get_origin(member)
+    if origin is typing.Literal:
+        return "literal[" + ", ".join(repr(v) for v in typing.get_args(member)) + "]"
+    if origin is not None:
+        args = ", ".join(describe(a) for a in typing.get_args(member))
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    return getattr(member, "__name__", str(member))
+
+
+def compatible(source: Any, target: Any) -> bool:
+    """Whether every value of type `source` may be given where `target` is declared.
+
+    Example:
+        ```python
+        compatible(int, float)  # True
+        compatible(str, int)    # False
+        ```
+    """
+    return _compatible(source, target, set())
+
+
+def _compatible(source: Any, target: Any, seen: _Seen) -> bool:
+    targets = members(target)
+    if Any in targets or object in targets:
+        return True
+    return all(any(_fits(s, t, seen) for t in targets) for s in members(source))
+
+
+def _fits(source: Any, target: Any, seen: _Seen) -> bool:
+    if source is Any or source is target:
+        return True
+    source_origin, target_origin = typing.get_origin(source), typing.get_origin(target)
+    if source_origin is typing.Literal:
+        values = typing.get_args(source)
+        if target_origin is typing.Literal:
+            return set(values) <= set(typing.get_args(target))
+        return all(_fits(type(v), target, seen) for v in values)
+    if target_origin is typing.Literal:
+        # A `str` may hold one of the literal's values: only the run can tell.
+        return _kind(source) == _kind(target)
+    source_kind, target_kind = _kind(source), _kind(target)
+    if source_kind == "number" and target_kind == "number":
+        return (source_origin or source) is int or (target_origin or target) is float
+    if source_kind in ("list", "dict") and source_kind == target_kind:
+        return _containers_fit(source, target, seen)
+    if source_kind == "model" and target_kind == "model":
+        return _models_fit(source, target, seen)
+    if source_kind == "model" and target_kind == "dict":
+        return True  # passed as its fields
+    if source_kind == "dict" and target_kind == "model":
+        return True  # validated against the class when the step runs
+    if source_kind == "datetime" and target_kind == "date":
+        return False
+    if source_kind == target_kind and source_kind not in ("other", "model"):
+        return True
+    if source_kind == "other" and target_kind == "other":
+        return isinstance(source, type) and isinstance(target, type) and issubclass(source, target)
+    return False
+
+
+def _containers_fit(source: Any, target: Any, seen: _Seen) -> bool:
+    source_args, target_args = typing.get_args(source), typing.get_args(target)
+    if not source_args or not target_args:
+        return True
+    return all(_compatible(s, t, seen) for s, t in zip(source_args, target_args, strict=False))
+
+
+def _models_fit(source: type[BaseModel], target: type[BaseModel], seen: _Seen) -> bool:
+    if issubclass(source, target):
+        return True
+    key = (id(source), id(target))
+    if key in seen:  # recursive classes: assume the pair fits while checking it
+        return True
+    seen.add(key)
+    source_fields, target_fields = source.model_fields, target.model_fields
+    for name, field in target_fields.items():
+        if name not in source_fields:
+            if field.is_required():
+                return False
+            continue
+        if not _compatible(source_fields[name].annotation, field.annotation, seen):
+            return False
+    extra = target.model_config.get("extra")
+    return extra != "forbid" or set(source_fields) <= set(target_fields)
+
+
+def field_names(annotation: Any) -> list[str] | None:
+    """The field names of a class annotation (None of `None` stripped), or None for a type without fields."""
+    inner = strip_none(annotation)
+    if isinstance(inner, type) and issubclass(inner, BaseModel):
+        return list(inner.model_fields)
+    return None
+
+
+def walk(annotation: Any, part: str | int) -> Any:
+    """The annotation of `value.part` (or `value[part]`); raises `LookupError` naming the fields there are.
+
+    Open types (`Any`, a `dict`, a union of several classes) give `Any`: only the run can tell.
+    """
+    inner = strip_none(annotation)
+    if inner is Any:
+        return Any
+    origin = typing.get_origin(inner)
+    if isinstance(part, int):
+        if origin in (list, tuple):
+            args = typing.get_args(inner)
+            return args[0] if args else Any
+        raise LookupError(f"a {describe(inner)} cannot be indexed with [{part}]")
+    if isinstance(inner, type) and issubclass(inner, BaseModel):
+        fields = inner.model_fields
+        if part not in fields:
+            raise LookupError(f"{inner.__name__} has no field {part!r}")
+        return fields[part].annotation
+    if origin is dict:
+        args = typing.get_args(inner)
+        return args[1] if len(args) == 2 else Any
+    if inner is dict or len(members(inner)) > 1:
+        return Any
+    raise LookupError(f"a {describe(inner)} has no fields")
+
+
+def item_type(annotation: Any) -> Any | None:
+    """The element type of a list annotation (`Any` for an open type); None for a type that is not a list."""
+    inner = strip_none(annotation)
+    if inner is Any:
+        return Any
+    if _kind(inner) == "list":
+        args = typing.get_args(inner)
+        return args[0] if args else Any
+    return None
