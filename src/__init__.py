@@ -43,7 +43,11 @@ if TYPE_CHECKING:
     )
     from atomtask.system.retry_policy import ProviderRetries
     from atomtask.system.templates import OutputFormat, OutputMode, ParamSpec, Template, TemplateLimits
+    from atomtask.system.workflow_errors import WorkflowError
+    from atomtask.system.workflow_results import StepVisit, WorkflowFailedError, WorkflowFailureReason, WorkflowResult
+    from atomtask.system.workflows import Step, Workflow
     from atomtask.task_system import TaskSystem
+    from atomtask.workflows.registry import WorkflowRegistry
 
 # Names load on first use, so `atomtask --help` and `import atomtask.cli` do not import
 # pydantic-ai (and through it nothing heavy) until a task is actually run.
@@ -72,6 +76,8 @@ _EXPORTS: dict[str, str] = {
     "SexpSyntaxError": "atomtask.sexp.errors",
     "SexpTaskFailedError": "atomtask.sexp.errors",
     "SourceLocation": "atomtask.system.errors",
+    "Step": "atomtask.system.workflows",
+    "StepVisit": "atomtask.system.workflow_results",
     "SubtaskRequest": "atomtask.system.requests",
     "TaskError": "atomtask.system.results",
     "TaskFailedError": "atomtask.system.results",
@@ -86,6 +92,12 @@ _EXPORTS: dict[str, str] = {
     "TemplateRegistry": "atomtask.loading.template_registry",
     "UsageError": "atomtask.system.errors",
     "UsageNotes": "atomtask.system.results",
+    "Workflow": "atomtask.system.workflows",
+    "WorkflowError": "atomtask.system.workflow_errors",
+    "WorkflowFailedError": "atomtask.system.workflow_results",
+    "WorkflowFailureReason": "atomtask.system.workflow_results",
+    "WorkflowRegistry": "atomtask.workflows.registry",
+    "WorkflowResult": "atomtask.system.workflow_results",
 }
 
 
@@ -116,6 +128,8 @@ __all__ = [
     "SexpSyntaxError",
     "SexpTaskFailedError",
     "SourceLocation",
+    "Step",
+    "StepVisit",
     "SubtaskRequest",
     "TaskError",
     "TaskFailedError",
@@ -130,6 +144,12 @@ __all__ = [
     "TemplateRegistry",
     "UsageError",
     "UsageNotes",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowFailedError",
+    "WorkflowFailureReason",
+    "WorkflowRegistry",
+    "WorkflowResult",
     "__version__",
 ]
 

@@ -1,10 +1,12 @@
 """The `atomtask` command. `main(argv) -> int` is testable without a subprocess.
 
 This module is the entry point: it parses the arguments (`cli_args`), configures log output
-(`cli_logging`), dispatches to the commands (`cli_commands`, `memory/cli.py`, `lint/cli.py`) and
+(`cli_logging`), dispatches to the commands (`cli_commands`, which runs `workflow_cli/` too,
+`memory/cli.py`, `lint/cli.py`) and
 turns whatever goes wrong into one line on stderr and an exit status, never a traceback:
 
-- 0 success; 1 the task ran and FAILED; 2 the command could not run (usage errors, argparse's own);
+- 0 success; 1 the task (or workflow) ran and FAILED; 2 the command could not run (usage errors,
+  argparse's own);
 - a reader that closes stdout early (`atomtask run ... | head -1`) ends the command quietly (141,
   as a process killed by SIGPIPE would);
 - Ctrl-C is 130; an unexpected exception is one line (the traceback with `-vv`) and 1.
@@ -104,6 +106,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO 
         return cli_commands.list_templates(args, out)
     if args.command == "show":
         return cli_commands.show(args, out)
+    if args.command == "workflow":
+        return cli_commands.workflow(args, out, err, stdin)
     if args.command == "memory":
         from atomtask.memory.cli import run_memory
 

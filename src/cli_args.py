@@ -24,6 +24,16 @@ _EPILOG = (
 )
 
 
+_WORKFLOW_HELP = (
+    "Workflows are declared in the template files (a YAML mapping with `steps`, or `defworkflow`) and "
+    "checked when loaded: typed state flows through steps that run tasks."
+)
+_WORKFLOW_EPILOG = (
+    "Inputs are the state fields no step writes. Exit status: 0 the run completed; 1 it FAILED (the final "
+    "state is still printed); 2 it could not start (unknown workflow, bad inputs, bad model string, missing file)."
+)
+
+
 class _Version(argparse.Action):
     """`--version`: the installed distribution's version, looked up only when asked."""
 
@@ -98,7 +108,9 @@ def _with_inputs_and_model(p: argparse.ArgumentParser, what: str) -> None:
         help=f"{what}: key=text, key=@file (the file's text), key=@- (stdin), or key:=json (a JSON value)",
     )
     p.add_argument("--model", help="the model for every call, over the template's own (e.g. openai-chat:gpt-4o-mini)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    p.add_argument(
+        "--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...), e.g. a local server"
+    )
 
 
 def _with_settings(p: argparse.ArgumentParser) -> None:
@@ -117,12 +129,47 @@ def _with_settings(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _with_limits(group: argparse._ArgumentGroup, scope: str) -> None:
+    group.add_argument("--max-requests", type=int, metavar="N", help=f"at most N model requests ({scope})")
+    group.add_argument("--max-total-tokens", type=int, metavar="N", help=f"at most N tokens in total ({scope})")
+    group.add_argument("--max-cost", type=float, metavar="USD", help="at most this cost where prices are known")
+
+
+def _with_workflow(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`atomtask workflow run|show|graph|list` (the commands are `atomtask.workflow_cli`)."""
+    workflow = sub.add_parser(
+        "workflow", help="run a workflow, or show its steps and data flow", description=_WORKFLOW_HELP
+    )
+    actions = workflow.add_subparsers(dest="workflow_command", required=True, metavar="ACTION")
+    run = actions.add_parser(
+        "run",
+        parents=[common],
+        help="run a workflow; its final state as JSON on stdout, one status line per step on stderr",
+        epilog=_WORKFLOW_EPILOG,
+    )
+    run.add_argument("name", help="workflow name")
+    _with_inputs_and_model(run, "a run input (a state field)")
+    run.add_argument("--result", action="store_true", help="print the whole WorkflowResult (every step) as JSON")
+    _with_output(run)
+    _with_settings(run)
+    _with_limits(run.add_argument_group("limits (tighten the workflow's own)"), "across every step")
+    _with_templates(run)
+    for action, text in (
+        ("show", "print a workflow's steps, what each reads and writes, its run inputs and routes"),
+        ("graph", "print a workflow as a Mermaid flowchart (GitHub renders it in a ```mermaid block)"),
+    ):
+        shown = actions.add_parser(action, parents=[common], help=text)
+        shown.add_argument("name", help="workflow name")
+        _with_templates(shown)
+    _with_templates(actions.add_parser("list", parents=[common], help="list the registered workflows"))
+
+
 def _with_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON output to FILE instead of stdout")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: global options, then `run`, `eval`, `list`, `show`, `memory`, `check`."""
+    """The whole command line: global options, then `run`, `eval`, `list`, `show`, `workflow`, `memory`, `check`."""
     parser = argparse.ArgumentParser(
         prog="atomtask",
         description="Run atomic LLM tasks with typed, validated output.",
@@ -145,9 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     limits = run.add_argument_group("retries and limits")
     limits.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
     limits.add_argument("--no-repair", action="store_true", help="do not repair malformed output locally")
-    limits.add_argument("--max-requests", type=int, metavar="N", help="at most N model requests (all attempts)")
-    limits.add_argument("--max-total-tokens", type=int, metavar="N", help="at most N tokens in total (all attempts)")
-    limits.add_argument("--max-cost", type=float, metavar="USD", help="at most this cost where prices are known")
+    _with_limits(limits, "all attempts")
     _with_templates(run)
 
     ev = sub.add_parser(
@@ -174,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--model", help="the model whose schema rules apply (default: as `run` would choose)")
     _with_templates(show)
+
+    _with_workflow(sub, common)
 
     from atomtask.memory.cli import add_memory_parser
 

@@ -1,9 +1,11 @@
-"""The `run`, `eval`, `list` and `show` commands: what each does, what it prints, and its exit status.
+"""The `run`, `eval`, `list`, `show` and `workflow` commands: what each does, what it prints, its exit status.
 
 Exit status, one rule for every command: 0 success; 1 the task ran and FAILED (the model or the
 provider); 2 the command could not run (bad arguments, unknown template, missing or mistyped input,
 bad model string, unreadable file). A FAILED result whose task never reached a model (template not
-found, invalid inputs, a configuration that cannot be used) is therefore 2, not 1.
+found, invalid inputs, a configuration that cannot be used) is therefore 2, not 1. For a workflow:
+an unknown workflow or run inputs that do not fit its state are 2; a run that FAILED is 1, unless it
+stopped at its first step's task before any model request for one of those same usage reasons.
 """
 
 from __future__ import annotations
@@ -17,9 +19,21 @@ from atomtask.cli_args import check_model_flags, model_settings, parse_inputs
 
 if TYPE_CHECKING:
     from atomtask.system.results import TaskResult
+    from atomtask.system.workflow_results import WorkflowResult
     from atomtask.task_system import TaskSystem
 
-__all__ = ["EXIT_OK", "EXIT_TASK_FAILED", "EXIT_USAGE", "eval_script", "exit_status", "list_templates", "run", "show"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_TASK_FAILED",
+    "EXIT_USAGE",
+    "eval_script",
+    "exit_status",
+    "list_templates",
+    "run",
+    "show",
+    "workflow",
+    "workflow_exit_status",
+]
 
 EXIT_OK = 0
 EXIT_TASK_FAILED = 1
@@ -41,6 +55,25 @@ def exit_status(result: TaskResult[Any]) -> int:
     if reason == FailureReason.CONFIGURATION_ERROR and not result.notes.attempts:
         return EXIT_USAGE
     return EXIT_TASK_FAILED
+
+
+def workflow_exit_status(result: WorkflowResult[Any]) -> int:
+    """0 for a COMPLETE run; 2 when it could not start (inputs) or its task never reached a model; else 1."""
+    from atomtask.system.workflow_results import WorkflowFailureReason
+
+    if result.ok or result.error is None:
+        return EXIT_OK
+    if result.error.reason is WorkflowFailureReason.INPUT_VALIDATION_FAILURE:
+        return EXIT_USAGE
+    failed = [v for v in result.steps if v.error is not None]
+    task = failed[0].result if result.usage.requests == 0 and len(failed) == 1 else None
+    return EXIT_USAGE if task is not None and exit_status(task) == EXIT_USAGE else EXIT_TASK_FAILED
+
+
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """`--max-requests`, `--max-total-tokens`, `--max-cost`, as `limits=`."""
+    pairs = (("requests", args.max_requests), ("total_tokens", args.max_total_tokens), ("cost", args.max_cost))
+    return {name: value for name, value in pairs if value is not None}
 
 
 def _system(args: argparse.Namespace) -> TaskSystem:
@@ -82,15 +115,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     inputs = parse_inputs(args.input, stdin)
     settings = model_settings(args)
     system = _system(args)
-    limits = {
-        name: value
-        for name, value in (
-            ("requests", args.max_requests),
-            ("total_tokens", args.max_total_tokens),
-            ("cost", args.max_cost),
-        )
-        if value is not None
-    }
+    limits = _limits(args)
     result = system.execute(
         args.name,
         inputs,
@@ -244,3 +269,43 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
         document["output_delivery"] = {"model": choice.label, **sent}
     print(json.dumps(document, indent=2), file=out)
     return EXIT_OK
+
+
+def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+    """`atomtask workflow run|show|graph|list` (the actions are `atomtask.workflow_cli.cli`)."""
+    from atomtask.workflow_cli import cli as actions
+
+    if args.workflow_command != "run":
+        system = _system(args)
+        if args.workflow_command == "list":
+            actions.list_workflows(system, out)
+        elif args.workflow_command == "show":
+            actions.show(system, args.name, out)
+        else:
+            actions.graph(system, args.name, out)
+        return EXIT_OK
+    check_model_flags(args.model)
+    _check_output_path(args)
+    inputs = parse_inputs(args.input, stdin)
+    settings = model_settings(args)
+    system = _system(args)
+    result = actions.run(
+        system,
+        args.name,
+        inputs,
+        model=args.model,
+        model_settings=settings,
+        limits=_limits(args),
+        err=err,
+        quiet=args.quiet,
+    )
+    status = workflow_exit_status(result)
+    if status != EXIT_USAGE and not args.quiet:
+        print(actions.status_line(result), file=err)
+    if args.result:
+        _emit(json.dumps(_rounded(result.model_dump(mode="json")), indent=2, ensure_ascii=False), args, out)
+    elif result.state is not None:
+        _emit(actions.state_json(result), args, out)
+    if result.error is not None:
+        print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
+    return status

@@ -1,13 +1,14 @@
 """`TaskSystem`: the facade most users touch. It owns one of each part and wires them together.
 
-The parts that run tasks (the manager, which imports pydantic-ai, and the executor) are built on
-first use, so constructing a system and loading or listing templates does not import pydantic-ai.
+The parts that run tasks (the manager, which imports pydantic-ai, the executor and the workflow
+runner) are built on first use, so constructing a system and loading or listing templates and
+workflows does not import pydantic-ai.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -25,16 +26,22 @@ from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import TaskResult
 from atomtask.system.retry_policy import ProviderRetries
 from atomtask.system.templates import Template, TemplateLimits
+from atomtask.system.workflow_results import StepVisit, WorkflowResult
+from atomtask.system.workflows import Workflow
+from atomtask.workflows.registry import WorkflowRegistry
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from atomtask.executors.atomic import AtomicTaskExecutor
     from atomtask.handlers.llm import LLMInteractionManager
+    from atomtask.workflows.runner import WorkflowRunner
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
 
 __all__ = ["TaskSystem", "bundled_templates_path"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound=BaseModel)
 
 
 def bundled_templates_path() -> Path:
@@ -43,7 +50,7 @@ def bundled_templates_path() -> Path:
 
 
 class TaskSystem:
-    """One model registry, one template registry, a handler, a manager and an executor.
+    """One model registry, one template registry, one workflow registry, a handler, a manager and an executor.
 
     Example:
         ```python
@@ -51,12 +58,13 @@ class TaskSystem:
         system.models.register(Contact)
         system.load("templates/")
         contact = system.execute("extract_contact", {"text": "..."}).unwrap()
+        article = system.run_workflow("article_writer", {"topic": "tides"}).unwrap()
         ```
 
     Args:
         model: the default model: a pydantic-ai model string or `Model` instance (e.g. `FunctionModel`).
         templates: a YAML file or folder (or several) to load right away.
-        base_url: an OpenAI-compatible endpoint for `openai-chat:` models (Ollama, vLLM, ...).
+        base_url: the provider's endpoint (a local OpenAI-compatible server for `openai-chat:`, Ollama, ...).
         model_settings: pydantic-ai `ModelSettings` applied to every call (a template's `model_settings` and a
             call's `model_settings=` go on top, key by key); checked like a template's.
         importable: packages whose Pydantic classes templates may name by import path
@@ -78,6 +86,7 @@ class TaskSystem:
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
         register_builtin_schemas(self.models)
         self.templates = TemplateRegistry(self.models)
+        self.workflows = WorkflowRegistry(self.templates, self.models)
         if model_settings is not None:
             checked = check_model_settings(model_settings, where="the TaskSystem (`model_settings=`)")
             model_settings = cast("ModelSettings", checked)
@@ -85,6 +94,7 @@ class TaskSystem:
             model=model, base_url=base_url, model_settings=model_settings, provider_retries=provider_retries
         )
         self._executor: AtomicTaskExecutor | None = None
+        self._runner: WorkflowRunner | None = None
         self._parts_lock = threading.Lock()
         if templates is not None:
             self.load(templates)
@@ -106,14 +116,27 @@ class TaskSystem:
                     self._executor = AtomicTaskExecutor(self.templates, LLMInteractionManager(self.handler))
         return self._executor
 
+    @property
+    def runner(self) -> WorkflowRunner:
+        """The `WorkflowRunner` that runs workflows through the executor (built on first use)."""
+        if self._runner is None:
+            from atomtask.workflows.runner import WorkflowRunner
+
+            executor = self.executor
+            with self._parts_lock:
+                if self._runner is None:
+                    self._runner = WorkflowRunner(executor)
+        return self._runner
+
     def load(self, path: str | Path | Iterable[str | Path]) -> list[str]:
-        """Load templates and named schemas from YAML and `.sexp` files or folders; returns the template names.
+        """Load templates, schemas and workflows from YAML and `.sexp` files or folders; returns the template names.
 
         Every file is read by the reader for its suffix (YAML, JSON Schema `.json`, and the top-level
         `defschema`/`defatom` forms of `.sexp` files; the same readers `atomtask check` uses). Schemas
         are built and registered first, all files together (they may reference each other across files
-        and formats), then every template is checked and registered. Any mistake raises a usage error
-        with its file, line and column, before any model is called.
+        and formats), then every template, then every workflow (`system.workflows`) is checked and
+        registered. Any mistake raises a usage error with its file, line and column, before any model
+        is called.
         """
         paths = [path] if isinstance(path, str | Path) else list(path)
         return self.register_declarations(load_paths(paths))
@@ -152,7 +175,7 @@ class TaskSystem:
         return interpreter.evaluate(source, file=file, variables=variables)
 
     def register_declarations(self, declarations: Declarations) -> list[str]:
-        """Register already-read schemas and templates (what `load` does after reading files)."""
+        """Register already-read schemas, templates and workflows (what `load` does); returns the template names."""
         if declarations.json_schemas or declarations.python_schemas:
             from atomtask.schemas.sources import register_schema_sources
 
@@ -164,11 +187,17 @@ class TaskSystem:
                 self.models.register(built[schema.name], schema.name, location=schema.location)
         for template in declarations.templates:
             self.templates.register(template)
+        if declarations.workflows:  # after the templates: their steps run them; sub-workflows first
+            self.workflows.register_all(declarations.workflows)
         return [t.name for t in declarations.templates]
 
     def register(self, template: Template, *, replace: bool = False) -> Template:
         """Check and register one template (same as `system.templates.register`)."""
         return self.templates.register(template, replace=replace)
+
+    def register_workflow(self, workflow: Workflow, *, replace: bool = False) -> Workflow:
+        """Check and register one workflow (as `system.workflows.register`); a mistake raises a `WorkflowError`."""
+        return self.workflows.register(workflow, replace=replace)
 
     @overload
     def execute(
@@ -223,13 +252,8 @@ class TaskSystem:
         Called where an event loop is already running (Jupyter, an async web handler), the task runs
         on a worker thread while the caller waits; `await execute_async(...)` avoids blocking the loop.
         """
-        options: dict[str, Any] = {
-            "model": model,
-            "retries": retries,
-            "limits": limits,
-            "repair": repair,
-            "model_settings": model_settings,
-        }
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        options["model_settings"] = model_settings
         return self.executor.execute(name_or_request, inputs, expect=expect, **options)
 
     @overload
@@ -273,11 +297,102 @@ class TaskSystem:
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
-        options: dict[str, Any] = {
-            "model": model,
-            "retries": retries,
-            "limits": limits,
-            "repair": repair,
-            "model_settings": model_settings,
-        }
+        options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
+        options["model_settings"] = model_settings
         return await self.executor.execute_async(name_or_request, inputs, expect=expect, **options)
+
+    @overload
+    def run_workflow(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]: ...
+
+    @overload
+    def run_workflow(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[S],
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[S]: ...
+
+    def run_workflow(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[BaseModel] | None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]:
+        """Run workflow `name` on `inputs` (its run inputs); a run that failed is a FAILED result, not an exception.
+
+        `model=` wins over every model the workflow, its steps and tasks name (not over `retry_with`);
+        `model_settings=` go on top of every step's, the workflow's and each task's, key by key;
+        `limits=` tighten the workflow's `limits` (which hold across all steps); `expect=Cls` types
+        the result as `WorkflowResult[Cls]`; `on_visit` gets each top-level `StepVisit` as it ends.
+        Raises before any call: `WorkflowNotFoundError` ("did you mean"), `ConfigurationError` (a bad
+        model, setting, limit or `expect=`); inputs that do not fit the state are a FAILED result.
+        Works inside a running event loop too, as `execute` does.
+        """
+        from atomtask.handlers.blocking import run_blocking
+
+        options: dict[str, Any] = {"model": model, "model_settings": model_settings, "limits": limits}
+        return run_blocking(self.run_workflow_async(name, inputs, expect=expect, on_visit=on_visit, **options))
+
+    @overload
+    async def run_workflow_async(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]: ...
+
+    @overload
+    async def run_workflow_async(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[S],
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[S]: ...
+
+    async def run_workflow_async(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[BaseModel] | None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]:
+        """The async form of `run_workflow` (each step runs with pydantic-ai `Agent.run`)."""
+        compiled = self.workflows.compiled(name)
+        if isinstance(model, str):
+            check_model_string(model, where="`run_workflow(model=...)`")
+        options: dict[str, Any] = {"model": model, "model_settings": model_settings, "limits": limits}
+        return await self.runner.run_async(compiled, inputs, expect=expect, on_visit=on_visit, **options)

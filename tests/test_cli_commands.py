@@ -268,8 +268,8 @@ def test_show_prints_the_schema_as_an_openai_model_receives_it(templates_dir: Pa
     openai = json.loads(out)
     assert "Event" == plain["output_json_schema"]["title"]
     assert "title" not in openai["output_json_schema"]
-    # `uniqueItems` and `minLength` are outside OpenAI's strict subset, so pydantic-ai sends it non-strict.
-    assert {"model": "openai-chat:gpt-4o", "mode": "tool", "tool_name": "final_result", "strict": False} == {
+    # Every field required, nothing outside OpenAI's strict subset: pydantic-ai sends it strict.
+    assert {"model": "openai-chat:gpt-4o", "mode": "tool", "tool_name": "final_result", "strict": True} == {
         k: openai["output_delivery"][k] for k in ("model", "mode", "tool_name", "strict")
     }
 

@@ -17,7 +17,7 @@ from atomtask import (
     TaskSystem,
     UsageError,
 )
-from atomtask.sexp.evaluator import SPECIAL_FORMS, TaskFunction
+from atomtask.sexp.evaluator import BUILTINS, SPECIAL_FORMS, TaskFunction
 from atomtask.sexp.functions import equal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -100,7 +100,7 @@ def test_equal_does_not_conflate_booleans_and_numbers() -> None:
     ("source", "where", "fragment"),
     [
         ("(list 1\n  nope)", (2, 3), "Unbound symbol 'nope'"),
-        ("(lst 1)", (1, 2), "Did you mean 'list'?"),
+        ("(lst 1)", (1, 2), "Did you mean 'list'"),
         ("()", (1, 1), "Cannot evaluate the empty list"),
         ('("a" 1)', (1, 1), "Cannot call the string 'a'"),
         ("(if)", (1, 1), "`if` takes 2 to 3 arguments, got 0"),
@@ -281,9 +281,9 @@ def test_status_can_be_checked_before_reading() -> None:
     assert "failed" == evaluate('(let ((r (find))) (if (eq? (get-field r "status") "FAILED") "failed" r))', system)
 
 
-@pytest.mark.parametrize("name", [*SPECIAL_FORMS, "list", "get-field"])
+@pytest.mark.parametrize("name", [n for n in (*SPECIAL_FORMS, *BUILTINS) if n[0].isalpha() and n[-1].isalpha()])
 def test_task_names_cannot_shadow_the_language(name: str) -> None:
-    """A task named like a special form or builtin could not be called, so it is refused."""
+    """A task named like a special form or builtin (a valid template name) could not be called, so it is refused."""
     with pytest.raises(UsageError, match="of the language"):
         evaluate(f'(defatom {name} (instructions "x"))')
 

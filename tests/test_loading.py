@@ -95,3 +95,46 @@ def test_an_invalid_defschema_is_remembered_by_name(tmp_path: Path) -> None:
     errors: list[UsageError] = []
     declarations = read_declarations(path, errors)
     assert (1, ["Card"]) == (len(errors), list(declarations.invalid_schemas))
+
+
+FLOW_SEXP = """\
+(defatom greet (params (who str)) (instructions "Hi {{who}}"))
+(defworkflow hello
+  (state (who str) (greeting str))
+  (steps (step say (task greet) (inputs (who "{{state.who}}")) (output greeting))))
+(hello)
+"""
+
+
+def test_defworkflow_forms_load_as_workflows(tmp_path: Path) -> None:
+    """A `.sexp` file's top-level `defworkflow` is a declaration: read, registered with the tasks, runnable."""
+    path = tmp_path / "flow.sexp"
+    path.write_text(FLOW_SEXP)
+    errors: list[UsageError] = []
+    declarations = read_declarations(path, errors)
+    assert ([], ["hello"]) == (errors, [w.name for w in declarations.workflows])
+    assert SourceLocation(file=str(path), line=2, column=1) == declarations.workflows[0].location
+    system = TaskSystem(model="test", templates=tmp_path)
+    assert ["hello"] == system.workflows.names()
+    assert "COMPLETE" == system.run_workflow("hello", {"who": "Ada"}).status
+
+
+def test_a_sexp_workflow_may_run_yaml_tasks(tmp_path: Path) -> None:
+    """A `defworkflow` names a task declared in YAML beside it; workflows register after every template."""
+    (tmp_path / "a_flow.sexp").write_text(
+        "(defworkflow note_it (state (text str) (saved str))"
+        ' (steps (step s (task take) (inputs (text "{{state.text}}")) (output saved))))'
+    )
+    (tmp_path / "b_task.yaml").write_text("name: take\nparams: {text: str}\ninstructions: 'Note: {{text}}'\n")
+    assert ["note_it"] == TaskSystem(templates=tmp_path).workflows.names()
+
+
+def test_a_bad_defworkflow_is_noted_and_reading_goes_on(tmp_path: Path) -> None:
+    """A malformed `defworkflow` is one located error; the file's other declarations are still read."""
+    path = tmp_path / "flow.sexp"
+    path.write_text(FLOW_SEXP.replace("(steps (step say", "(stps (step say"))
+    errors: list[UsageError] = []
+    declarations = read_declarations(path, errors)
+    assert (["greet"], []) == ([t.name for t in declarations.templates], declarations.workflows)
+    assert ["E110"] == [getattr(e, "code", None) for e in errors]
+    assert SourceLocation(file=str(path), line=4, column=3) == errors[0].location

@@ -29,6 +29,8 @@ EXPECTED = [
     "SexpSyntaxError",
     "SexpTaskFailedError",
     "SourceLocation",
+    "Step",
+    "StepVisit",
     "SubtaskRequest",
     "TaskError",
     "TaskFailedError",
@@ -43,6 +45,12 @@ EXPECTED = [
     "TemplateRegistry",
     "UsageError",
     "UsageNotes",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowFailedError",
+    "WorkflowFailureReason",
+    "WorkflowRegistry",
+    "WorkflowResult",
     "__version__",
 ]
 
@@ -84,3 +92,23 @@ def test_usage_errors_and_run_failures_have_separate_roots() -> None:
         assert issubclass(cls, atomtask.UsageError)
     assert not issubclass(atomtask.TaskFailedError, atomtask.UsageError)
     assert issubclass(atomtask.TaskFailedError, atomtask.AtomTaskError)
+
+
+def test_workflow_errors_follow_the_same_two_roots() -> None:
+    """`WorkflowError` (every E11x check) is a usage error; `WorkflowFailedError` (a failed run) is not."""
+    assert issubclass(atomtask.WorkflowError, atomtask.UsageError)
+    assert not issubclass(atomtask.WorkflowFailedError, atomtask.UsageError)
+    assert issubclass(atomtask.WorkflowFailedError, atomtask.AtomTaskError)
+
+
+def test_workflow_failure_reasons_are_the_documented_set() -> None:
+    """The fixed set of reasons a workflow run fails for."""
+    assert {
+        "input_validation_failure",
+        "step_failed",
+        "state_validation_failure",
+        "expression_error",
+        "max_visits_exceeded",
+        "usage_limit_exceeded",
+        "unexpected_error",
+    } == {reason.value for reason in atomtask.WorkflowFailureReason}

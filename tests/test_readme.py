@@ -21,3 +21,14 @@ def test_readme_python_examples_run() -> None:
     """Every ```python block in the README executes without error (on the embedded test model)."""
     for block in python_blocks():
         exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+
+
+def test_the_readme_check_command_is_clean_on_the_shipped_templates() -> None:
+    """`atomtask check --model openai-chat:gpt-4o-mini`, as the README shows it, finds nothing in `templates/`."""
+    from atomtask.lint import check
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "atomtask check templates/ --model openai-chat:gpt-4o-mini" in readme
+
+    report = check([REPO / "templates"], models=["openai-chat:gpt-4o-mini"])
+    assert [] == [str(finding) for finding in report.findings]

@@ -326,14 +326,65 @@ def test_the_state_is_never_changed_in_place() -> None:
     assert (before, 4) == (first.model_dump(), second.score)
 
 
-async def test_run_inside_an_event_loop_points_at_run_async() -> None:
-    """The sync wrapper refuses a running loop; `run_async` works there."""
+async def test_run_inside_an_event_loop_runs_on_a_worker_thread() -> None:
+    """The sync wrapper works inside a running loop (as `execute` does), and so does `run_async`."""
     system = make_system(_article_answers(9).model)
     compiled = register(system, article_writer()).compiled("article_writer")
-    with pytest.raises(ConfigurationError, match="run_async"):
-        WorkflowRunner(system.executor).run(compiled, {"topic": "tides"})
+    blocking = WorkflowRunner(system.executor).run(compiled, {"topic": "tides"})
+    assert [StepStatus.COMPLETE] * 3 == [v.status for v in blocking.steps]
     result = await WorkflowRunner(system.executor).run_async(compiled, {"topic": "tides"})
     assert [StepStatus.COMPLETE] * 3 == [v.status for v in result.steps]
+
+
+def test_bad_run_limits_raise_a_configuration_error_before_any_call() -> None:
+    """`limits={"requests": 0}` is refused with the limit named, and no model is called."""
+    answers = _article_answers(9)
+    system = make_system(answers.model)
+    compiled = register(system, article_writer()).compiled("article_writer")
+    with pytest.raises(ConfigurationError, match="requests"):
+        runner(system).run(compiled, {"topic": "tides"}, limits={"requests": 0})
+    assert [] == answers.calls
+
+
+def test_run_model_settings_reach_every_call_on_top_of_the_step_and_workflow() -> None:
+    """The run's settings win over a step's, which win over the workflow's; each call gets the merged settings."""
+    seen: list[dict[str, Any]] = []
+    answers = _article_answers(9)
+
+    def respond(messages: Any, info: Any) -> Any:
+        seen.append(dict(info.model_settings or {}))
+        return answers._respond(messages, info)
+
+    doc = article_writer()
+    doc["model_settings"] = {"temperature": 0.1, "seed": 1}
+    doc["steps"][0]["model_settings"] = {"temperature": 0.5, "max_tokens": 50}
+    system = make_system(FunctionModel(respond))
+    compiled = register(system, doc).compiled("article_writer")
+    result = runner(system).run(compiled, {"topic": "tides"}, model_settings={"seed": 7})
+    assert TaskStatus.COMPLETE == result.status
+    first, second = seen[0], seen[1]
+    assert (0.5, 50, 7) == (first["temperature"], first["max_tokens"], first["seed"])
+    assert (0.1, 7) == (second["temperature"], second["seed"])
+    assert "max_tokens" not in second
+
+
+def test_bad_run_model_settings_raise_before_any_call() -> None:
+    """An unknown setting key is a `ConfigurationError` with "did you mean", and nothing runs."""
+    answers = _article_answers(9)
+    system = make_system(answers.model)
+    compiled = register(system, article_writer()).compiled("article_writer")
+    with pytest.raises(ConfigurationError, match="temperature"):
+        runner(system).run(compiled, {"topic": "tides"}, model_settings={"temprature": 0})
+    assert [] == answers.calls
+
+
+def test_on_visit_per_run_sees_each_top_level_visit_as_it_ends() -> None:
+    """`on_visit=` on one run is called once per top-level visit, in order."""
+    system = make_system(_article_answers(9).model)
+    compiled = register(system, article_writer()).compiled("article_writer")
+    seen: list[str] = []
+    runner(system).run(compiled, {"topic": "tides"}, on_visit=lambda visit: seen.append(visit.step))
+    assert ["research", "write", "review"] == seen
 
 
 class Counter(BaseModel):

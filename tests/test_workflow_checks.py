@@ -201,6 +201,18 @@ CASES: list[tuple[str, Edit, str, str]] = [
         "`state.research`, and it has no default.",
     ),
     (
+        "bad workflow model setting",
+        lambda d: d.update(model_settings={"temprature": 0}),
+        "E110",
+        "Unknown model setting 'temprature'",
+    ),
+    (
+        "bad step model setting",
+        lambda d: _step(d, "write").update(model_settings={"max_tokens": "many"}),
+        "E110",
+        "'max_tokens'",
+    ),
+    (
         "unknown route target",
         lambda d: _step(d, "review")["route"][0].update(to="revse"),
         "E117",

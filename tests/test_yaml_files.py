@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from atomtask import DuplicateNameError, SchemaError, SourceLocation, TaskSystem, TemplateError, UsageError
+from atomtask import (
+    DuplicateNameError,
+    SchemaError,
+    SourceLocation,
+    TaskSystem,
+    TemplateError,
+    UsageError,
+    WorkflowError,
+)
 from atomtask.loading.yaml_files import load_yaml_text
 
 TEMPLATE = """\
@@ -193,3 +201,92 @@ def test_nested_fields_point_at_their_types() -> None:
     text = "name: C\nfields:\n  - name: address\n    type: object\n    fields:\n      - {name: city, type: str}\n"
     field = load_yaml_text(text, "s.yaml").schemas[0].fields[0]
     assert [4, 6] == [field.location.line, field.fields[0].location.line]  # type: ignore[union-attr,index]  # located
+
+
+WORKFLOW = """\
+name: rate_twice
+state:
+  fields:
+    - {name: text, type: str}
+    - {name: score, type: int, default: 0}
+steps:
+  - id: first
+    task: rate
+    inputs: {text: "{{state.text}}"}
+    outputs: {score: score}
+    route:
+      - {when: "state.score < 5", to: again}
+      - {to: end}
+  - id: again
+    task: rate
+    inputs:
+      text: '{{state.text}}'
+    outputs: {score: score}
+"""
+
+
+def test_a_mapping_with_steps_is_a_workflow_that_knows_where_its_parts_are() -> None:
+    """A workflow is read with its location and the location of each part (inside the quotes of quoted values)."""
+    workflow = load_yaml_text(WORKFLOW, "w.yaml").workflows[0]
+    assert ("rate_twice", SourceLocation(file="w.yaml", line=1, column=1)) == (workflow.name, workflow.location)
+    assert SourceLocation(file="w.yaml", line=12, column=17) == workflow.location_of("steps.0.route.0.when")
+    assert SourceLocation(file="w.yaml", line=17, column=14) == workflow.location_of("steps.1.inputs.text")
+    assert SourceLocation(file="w.yaml", line=5, column=7) == workflow.location_of("state.fields.1")
+
+
+def test_workflows_list_beside_templates_and_schemas() -> None:
+    """A `workflows:` list works beside `templates:` and `schemas:`; several YAML documents too."""
+    workflow = "\n".join("    " + line if line else line for line in WORKFLOW.splitlines())
+    text = "templates:\n  - {name: rate, instructions: hi}\nworkflows:\n  - " + workflow.strip() + "\n"
+    decl = load_yaml_text(text + "---\n" + WORKFLOW.replace("rate_twice", "other"), "w.yaml")
+    assert (["rate"], ["rate_twice", "other"]) == ([t.name for t in decl.templates], [w.name for w in decl.workflows])
+    assert 4 == decl.workflows[0].location.line  # type: ignore[union-attr]  # set by the loader
+
+
+def test_a_workflow_shape_mistake_is_e110_at_its_key_listing_the_step_keys() -> None:
+    """An unknown key of a step is a WorkflowDeclarationError (E110) at its line, naming the valid step keys."""
+    with pytest.raises(WorkflowError) as raised:
+        load_yaml_text(
+            WORKFLOW.replace("    outputs: {score: score}\n    route", "    retrys: 2\n    route", 1), "w.yaml"
+        )
+    error = raised.value
+    assert ("E110", "rate_twice", SourceLocation(file="w.yaml", line=10, column=13)) == (
+        error.code,
+        error.workflow,
+        error.location,
+    )
+    assert "Invalid workflow 'rate_twice': `steps.0.retrys`: unknown key; valid keys: id, task, workflow" in str(error)
+    assert ", set, for_each, as, concurrency," in str(error)
+
+
+def test_every_mistake_of_a_workflow_is_collected() -> None:
+    """With an errors list, each shape mistake is noted at its own place and reading goes on."""
+    errors: list[UsageError] = []
+    text = WORKFLOW.replace("  - id: again\n    task: rate", "  - id: again\n    task: rate\n    workflow: x")
+    text = text.replace("name: rate_twice", "name: rate_twice\nlimts: {}")
+    decl = load_yaml_text(text + "---\nname: ok\ninstructions: hi\n", "w.yaml", errors=errors)
+    assert ([], ["ok"]) == (decl.workflows, [t.name for t in decl.templates])
+    assert [(2, "`limts`: unknown key"), (15, "exactly one of `task`, `workflow` or `parallel`")] == [
+        (e.location.line if e.location else None, m)
+        for e in errors
+        for m in ("`limts`: unknown key", "exactly one of `task`, `workflow` or `parallel`")
+        if m in e.message
+    ]
+
+
+def test_a_state_path_typo_is_reported_at_its_line_and_column_by_load(tmp_path: Path) -> None:
+    """`state.scroe` in a route stops `TaskSystem.load` with file:line:col of the path, and "did you mean"."""
+    path = tmp_path / "w.yaml"
+    text = "name: rate\nparams: {text: str}\ninstructions: hi\n---\n" + WORKFLOW.replace(
+        "state.score <", "state.scroe <"
+    )
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(WorkflowError) as raised:
+        TaskSystem(templates=tmp_path)
+    lines = text.splitlines()
+    line = next(i for i, t in enumerate(lines, start=1) if "state.scroe" in t)
+    assert SourceLocation(file=str(path), line=line, column=lines[line - 1].index("state.scroe") + 1) == (
+        raised.value.location
+    )
+    assert ("E113", "first") == (raised.value.code, raised.value.step)
+    assert "Did you mean `state.score`?" in str(raised.value)

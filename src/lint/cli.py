@@ -8,7 +8,10 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from atomtask.lint.findings import CheckReport
 
 __all__ = ["add_arguments", "run"]
 
@@ -106,6 +109,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "files": report.files,
                 "templates": report.templates,
                 "schemas": report.schemas,
+                "workflows": report.workflows,
                 "errors": report.errors,
                 "warnings": report.warnings,
                 "failed": failed,
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         for finding in report.findings:
             print(finding, file=out)
-        print(_summary(report.files, report.templates, report.schemas, report.errors, report.warnings), file=out)
+        print(_summary(report, report.errors, report.warnings), file=out)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
@@ -128,11 +132,13 @@ def _codes(values: Sequence[str]) -> list[str]:
     return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
 
 
-def _summary(files: int, templates: int, schemas: int, errors: int, warnings: int) -> str:
+def _summary(report: CheckReport, errors: int, warnings: int) -> str:
     def n(count: int, word: str) -> str:
         return f"{count} {word}{'' if count == 1 else 's'}"
 
-    checked = f"{n(files, 'file')}, {n(templates, 'template')}, {n(schemas, 'schema')}"
+    checked = f"{n(report.files, 'file')}, {n(report.templates, 'template')}, {n(report.schemas, 'schema')}"
+    if report.workflows:
+        checked += f", {n(report.workflows, 'workflow')}"
     if not errors and not warnings:
         return f"All clear: checked {checked}."
     return f"Found {n(errors, 'error')} and {n(warnings, 'warning')} in {checked}."

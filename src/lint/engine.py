@@ -1,5 +1,8 @@
 """`check`: every declaration file and Python module given, through the registration code, all findings.
 
+Workflows (from the files, and the systems of `--python` modules) are checked after the templates,
+by `atomtask.lint.workflow_findings`.
+
 Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
 `ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
 disagree; unlike registration, one mistake does not stop the check: each template and schema is
@@ -18,6 +21,7 @@ from atomtask.lint import compat, rules
 from atomtask.lint.findings import RULES, CheckReport, Finding, matches
 from atomtask.lint.problems import closure, template_problems
 from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
+from atomtask.lint.workflow_findings import workflow_problems
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
 from atomtask.loading.providers import check_model_string
@@ -37,6 +41,8 @@ from atomtask.system.errors import (
     UsageError,
 )
 from atomtask.system.templates import Template
+from atomtask.system.workflow_errors import WorkflowError
+from atomtask.system.workflows import Workflow
 from pydantic import BaseModel
 
 __all__ = ["CheckReport", "check"]
@@ -83,6 +89,9 @@ def check(
     run.register_schemas(declarations.schemas)
     for template in declarations.templates:
         run.register_template(template)
+    run.workflows.extend(declarations.workflows)
+    for problem in workflow_problems(run.workflows, run.templates, run.models, run.broken_templates):
+        run.note(problem.code, problem.message, problem.location)
 
     def wanted(code: str) -> bool:
         return (not select or matches(code, select)) and not matches(code, ignore)
@@ -94,6 +103,7 @@ def check(
         files=len(files),
         templates=run.templates_seen,
         schemas=run.schemas_seen,
+        workflows=len(run.workflows),
     )
 
 
@@ -125,6 +135,8 @@ class _Run:
         self.templates_seen = 0
         self.schemas_seen = 0
         self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
+        self.workflows: list[Workflow] = []  # from the files and the `--python` modules' systems
+        self.broken_templates: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
 
     # -- findings -------------------------------------------------------------------------------------------
 
@@ -148,8 +160,8 @@ class _Run:
         except (OSError, UnicodeDecodeError) as exc:
             self.note("E101", f"Cannot read the file: {exc}.", SourceLocation(file=str(file)))
             declarations = Declarations()
-        for error in errors:
-            self.add(error, "E101")
+        for error in errors:  # a workflow's shape mistake keeps its own code (E110)
+            self.add(error, error.code if isinstance(error, WorkflowError) else "E101")
         return declarations
 
     def import_module(self, name: str) -> None:
@@ -186,6 +198,7 @@ class _Run:
                 for template_name in value.templates.names():
                     self.python_files.setdefault(template_name, file)
                     self.register_template(value.templates.get(template_name))
+                self.workflows.extend(value.workflows.get(flow) for flow in value.workflows.names())
             elif isinstance(value, Template):
                 found += 1
                 self.python_files.setdefault(value.name, file)
@@ -271,6 +284,7 @@ class _Run:
         try:
             self.templates.register(template)
         except UsageError as exc:
+            self.broken_templates.setdefault(template.name, template.location)
             for problem in [exc, *template_problems(template, self.models)]:
                 self.add_template_problem(template, problem)
 
@@ -303,7 +317,7 @@ class _Run:
                 continue
             if cls not in schemas:
                 schemas[cls] = cls.model_json_schema()
-                for code, message, owner, field in rules.schema_issues(_as_described(cls, schemas[cls])):
+                for code, message, owner, field in rules.schema_issues(rules.described_schema(cls, schemas[cls])):
                     self.note(code, message, self._field_location(owner, field, compiled))
             for model in self._models_of(compiled.template):
                 key = (cls, model, compiled.output_mode.value)
@@ -368,18 +382,3 @@ class _Run:
                 return where
         template = compiled.template
         return template.location_of("output_format.schema") or self._locate(template)
-
-
-def _as_described(cls: type[BaseModel], schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema`, its synthetic `response` field described by the schema's own description.
-
-    A JSON Schema whose root is not an object is sent wrapped as `{"response": <value>}`; the description
-    given to the schema is on the wrapper, and is what describes the answer (no W203 for `response`).
-    """
-    response = (schema.get("properties") or {}).get("response")
-    if not getattr(cls, "json_schema_envelope", False) or not isinstance(response, dict):
-        return schema
-    if response.get("description") or not schema.get("description"):
-        return schema
-    described = {**response, "description": schema["description"]}
-    return {**schema, "properties": {**schema["properties"], "response": described}}

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 import attrs
+from atomtask.lint.workflow_rules import WORKFLOW_RULE_TEXTS
 from atomtask.system.errors import SourceLocation
 
 __all__ = ["RULES", "CheckReport", "Finding", "Rule", "Severity", "matches"]
@@ -70,6 +71,7 @@ class CheckReport:
     files: int
     templates: int
     schemas: int
+    workflows: int = 0
 
     @property
     def errors(self) -> int:
@@ -166,6 +168,8 @@ line that raised.
     atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
 """,
     ),
+    # -- E110-E119: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
+    *(_rule(code, name, E, summary, text) for code, name, summary, text in WORKFLOW_RULE_TEXTS),
     # -- W1xx: files read but not taken as declarations ---------------------------------------------------------
     _rule(
         "W101",

@@ -11,8 +11,16 @@ from collections.abc import Iterator
 from typing import Any, TypeAlias
 
 from atomtask.loading.checks import CompiledTemplate
+from pydantic import BaseModel
 
-__all__ = ["ANSWER_NAMES", "REASONING_NAMES", "SchemaIssue", "schema_issues", "template_issues"]
+__all__ = [
+    "ANSWER_NAMES",
+    "REASONING_NAMES",
+    "SchemaIssue",
+    "described_schema",
+    "schema_issues",
+    "template_issues",
+]
 
 SchemaIssue: TypeAlias = tuple[str, str, str | None, str | None]
 """(code, message, owner schema title, field name)."""
@@ -196,3 +204,18 @@ def _confusable(prop: dict[str, Any]) -> Iterator[tuple[str, str]]:
         first = seen.setdefault(key, value)
         if first != value:
             yield first, value
+
+
+def described_schema(cls: type[BaseModel], schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema`, its synthetic `response` field described by the schema's own description.
+
+    A JSON Schema whose root is not an object is sent wrapped as `{"response": <value>}`; the description
+    given to the schema is on the wrapper, and is what describes the answer (no W203 for `response`).
+    """
+    response = (schema.get("properties") or {}).get("response")
+    if not getattr(cls, "json_schema_envelope", False) or not isinstance(response, dict):
+        return schema
+    if response.get("description") or not schema.get("description"):
+        return schema
+    described = {**response, "description": schema["description"]}
+    return {**schema, "properties": {**schema["properties"], "response": described}}

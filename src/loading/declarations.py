@@ -1,4 +1,4 @@
-"""`Declarations`: the templates and schemas a reader got from a file, as every reader returns them."""
+"""`Declarations`: the templates, schemas and workflows a reader got from a file, as every reader returns them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import attrs
 from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.system.errors import DuplicateNameError, SourceLocation
 from atomtask.system.templates import Template
+from atomtask.system.workflows import Workflow
 
 __all__ = ["Declarations", "Skipped", "reject_duplicate_schemas"]
 
@@ -20,7 +21,7 @@ class Skipped:
 
 @attrs.frozen(kw_only=True)
 class Declarations:
-    """Templates and named schemas read from files, in file order.
+    """Templates, named schemas and workflows read from files, in file order.
 
     `invalid_schemas` names the schemas a reader found declared but could not read (their errors are
     the reader's); `skipped` lists what was read and deliberately not taken as a declaration.
@@ -32,6 +33,7 @@ class Declarations:
     python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
     invalid_schemas: dict[str, SourceLocation | None] = attrs.field(factory=dict)
     skipped: list[Skipped] = attrs.field(factory=list)
+    workflows: list[Workflow] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
@@ -41,6 +43,7 @@ class Declarations:
         for name, location in other.invalid_schemas.items():
             self.invalid_schemas.setdefault(name, location)
         self.skipped.extend(other.skipped)
+        self.workflows.extend(other.workflows)
 
 
 def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:

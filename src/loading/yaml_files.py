@@ -1,9 +1,10 @@
-"""Reading template and schema files (YAML) into declarations that remember where they came from.
+"""Reading template, schema and workflow files (YAML) into declarations that remember where they came from.
 
-A file holds one template, one named schema, a list of either, several YAML documents, or a
-mapping with `templates:` and `schemas:` lists. A mapping with `instructions` is a template; one
-with `fields` is a schema, one with `json_schema` a JSON Schema, one with `python` a Python class by
-import path. A `.json` file in a folder is a JSON Schema named after the file (`schemas.sources`).
+A file holds one template, schema or workflow, a list of them, several YAML documents, or a mapping
+with `templates:`, `schemas:` and `workflows:` lists. A mapping with `instructions` is a template;
+one with `steps` a workflow (`yaml_workflows`); one with `fields` is a schema, one with `json_schema`
+a JSON Schema, one with `python` a Python class by import path. A `.json` file in a folder is a JSON
+Schema named after the file (`schemas.sources`).
 
 Nesting deeper than `MAX_NESTING` levels (aliases included) is refused as the document is composed,
 so no deeper input reaches anything that recurses. With an errors list, every mistake of a
@@ -13,17 +14,17 @@ are kept in `Declarations.invalid_schemas`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import attrs
 import yaml
 from atomtask.loading.declarations import Declarations
+from atomtask.loading.yaml_nodes import DeclarationProblems, YamlNode, validation_errors
+from atomtask.loading.yaml_workflows import read_workflow
 from atomtask.schemas.declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.schemas.source_text import MAX_NESTING, too_deep
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError
 from atomtask.system.templates import Template, TextOrigin
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.parser import Parser
@@ -34,15 +35,6 @@ from yaml.scanner import Scanner
 __all__ = ["YAML_SUFFIXES", "load_yaml_text"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
-
-
-@attrs.frozen(kw_only=True)
-class _Node:
-    """Where one mapping and each of its keys' values start."""
-
-    start: SourceLocation
-    keys: dict[str, SourceLocation]
-    block_keys: frozenset[str]
 
 
 try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster; composing and constructing stay Python.
@@ -71,7 +63,7 @@ class _LocatingLoader(Composer, _EventSource, SafeConstructor, Resolver):
         Resolver.__init__(self)
         Composer.__init__(self)
         self.file = file
-        self.nodes: dict[int, _Node] = {}
+        self.nodes: dict[int, YamlNode] = {}
         self._depth = 0
         self._heights: dict[int, int] = {}  # id(collection node) -> how many levels it nests
 
@@ -114,14 +106,16 @@ class _LocatingLoader(Composer, _EventSource, SafeConstructor, Resolver):
         block: set[str] = set()
         for key_node, value_node in node.value:
             key = str(key_node.value)
-            keys[key] = self._loc(value_node.start_mark)
+            # Inside the quotes of a quoted scalar, so offsets into its text land on their column.
+            quoted = isinstance(value_node, yaml.ScalarNode) and value_node.style in ('"', "'")
+            keys[key] = self._loc(value_node.start_mark, shift=1 if quoted else 0)
             if isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">"):
                 block.add(key)
-        self.nodes[id(mapping)] = _Node(start=self._loc(node.start_mark), keys=keys, block_keys=frozenset(block))
+        self.nodes[id(mapping)] = YamlNode(start=self._loc(node.start_mark), keys=keys, block_keys=frozenset(block))
         return mapping
 
-    def _loc(self, mark: Any) -> SourceLocation:
-        return SourceLocation(file=self.file, line=mark.line + 1, column=mark.column + 1)
+    def _loc(self, mark: Any, *, shift: int = 0) -> SourceLocation:
+        return SourceLocation(file=self.file, line=mark.line + 1, column=mark.column + 1 + shift)
 
 
 _LocatingLoader.add_constructor(  # type: ignore[type-var]  # typeshed bounds this to PyYAML's own loaders
@@ -131,9 +125,9 @@ _LocatingLoader.add_constructor(  # type: ignore[type-var]  # typeshed bounds th
 
 
 def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError] | None = None) -> Declarations:
-    """Parse YAML source into templates and schemas, each carrying its location.
+    """Parse YAML source into templates, schemas and workflows, each carrying its location.
 
-    With `errors`, an invalid template or schema is appended there and reading goes on with the next
+    With `errors`, an invalid template, schema or workflow is appended there and reading goes on with the next
     one (so `atomtask check` reports every mistake); without it, the first one raises.
     """
     loader = _LocatingLoader(text, file)
@@ -169,10 +163,12 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[Usa
     node = loader.nodes.get(id(doc)) if isinstance(doc, dict) else None
     location = node.start if node is not None else SourceLocation(file=file)
     if not isinstance(doc, dict):
-        error = TemplateError(f"Expected a template or schema mapping, got {type(doc).__name__}.", location=location)
+        error = TemplateError(
+            f"Expected a template, schema or workflow mapping, got {type(doc).__name__}.", location=location
+        )
         return _failed([error], errors)
-    if set(doc) <= {"templates", "schemas"} and doc:
-        for key in ("schemas", "templates"):
+    if set(doc) <= {"templates", "schemas", "workflows"} and doc:
+        for key in ("schemas", "templates", "workflows"):
             items = doc.get(key) or []
             if not isinstance(items, list):
                 raise TemplateError(f"`{key}` must be a list.", location=_key_loc(node, key, location))
@@ -182,6 +178,8 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[Usa
     try:
         if "instructions" in doc:
             out.templates.append(_template(doc, loader, location))
+        elif "steps" in doc:
+            out.workflows.append(read_workflow(doc, loader.nodes, location))
         elif "fields" in doc:
             out.schemas.append(_schema(doc, loader, location))
         elif "json_schema" in doc:
@@ -190,25 +188,21 @@ def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[Usa
             out.python_schemas.append(_located(PythonSchemaDef, doc, loader, location))
         else:
             raise TemplateError(
-                "This mapping is neither a template (it has no `instructions`) nor a schema (it has no "
-                f"`fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
+                "This mapping is neither a template (it has no `instructions`), a workflow (no `steps`) nor a "
+                f"schema (no `fields`, `json_schema` or `python`); keys found: {', '.join(map(str, doc)) or 'none'}.",
                 location=location,
             )
-    except (UsageError, _Problems) as exc:
-        failed = _failed(exc.problems if isinstance(exc, _Problems) else [exc], errors)
+    except (UsageError, DeclarationProblems) as exc:
+        failed = _failed(exc.problems if isinstance(exc, DeclarationProblems) else [exc], errors)
         name = doc.get("name")
-        if "instructions" not in doc and isinstance(name, str) and {"fields", "json_schema", "python"} & set(doc):
+        if (
+            not {"instructions", "steps"} & set(doc)
+            and isinstance(name, str)
+            and {"fields", "json_schema", "python"} & set(doc)
+        ):
             failed.invalid_schemas[name] = location  # so a template using it is told it is invalid, not unknown
         return failed
     return out
-
-
-class _Problems(Exception):
-    """Every mistake found in one declaration (raised as the first one when errors are not collected)."""
-
-    def __init__(self, problems: list[UsageError]) -> None:
-        super().__init__(str(problems[0]))
-        self.problems = problems
 
 
 def _failed(problems: list[UsageError], errors: list[UsageError] | None) -> Declarations:
@@ -219,7 +213,7 @@ def _failed(problems: list[UsageError], errors: list[UsageError] | None) -> Decl
     return Declarations()
 
 
-def _key_loc(node: _Node | None, key: str, default: SourceLocation | None) -> SourceLocation | None:
+def _key_loc(node: YamlNode | None, key: str, default: SourceLocation | None) -> SourceLocation | None:
     return node.keys.get(key, default) if node is not None else default
 
 
@@ -227,7 +221,9 @@ def _template(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLoca
     try:
         template = Template.model_validate(doc)
     except ValidationError as exc:
-        raise _Problems(_validation_errors(TemplateError, "template", doc, exc, loader, location)) from None
+        raise DeclarationProblems(
+            validation_errors(TemplateError, "template", doc, exc, loader.nodes, location, keys=_keys(Template))
+        ) from None
     node = loader.nodes.get(id(doc))
     origins: dict[str, TextOrigin] = {}
     if node is not None:
@@ -250,7 +246,9 @@ def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocati
     try:
         schema = SchemaDef.model_validate(doc)
     except ValidationError as exc:
-        raise _Problems(_validation_errors(SchemaError, "schema", doc, exc, loader, location)) from None
+        raise DeclarationProblems(
+            validation_errors(SchemaError, "schema", doc, exc, loader.nodes, location, keys=_keys(SchemaDef))
+        ) from None
     schema.location = location
     _locate_fields(schema.fields, doc.get("fields"), loader)
     return schema
@@ -279,8 +277,8 @@ def _located(
     try:
         declaration = kind.model_validate(doc)
     except ValidationError as exc:
-        problems = _validation_errors(SchemaError, "schema", doc, exc, loader, location, keys=kind.model_fields)
-        raise _Problems(problems) from None
+        problems = validation_errors(SchemaError, "schema", doc, exc, loader.nodes, location, keys=_keys(kind))
+        raise DeclarationProblems(problems) from None
     node = loader.nodes.get(id(doc))
     key = "json_schema" if kind is JsonSchemaDef else "python"
     declaration.location = node.keys.get(key, location) if node is not None else location
@@ -306,44 +304,6 @@ def _places(value: Any, pointer: str, loader: _LocatingLoader, out: dict[str, So
             _places(item, f"{pointer}/{index}", loader, out)
 
 
-def _validation_errors(
-    kind: type[UsageError],
-    what: str,
-    doc: dict[str, Any],
-    exc: ValidationError,
-    loader: _LocatingLoader,
-    location: SourceLocation,
-    keys: Iterable[str] | None = None,
-) -> list[UsageError]:
-    """Turn pydantic's errors into messages pointing at the offending keys' lines, one per key."""
-    name = doc.get("name")
-    label = f"{what} {name!r}" if isinstance(name, str) else what
-    out: dict[tuple[Any, ...], UsageError] = {}
-    for err in exc.errors():
-        loc_path = [p for p in err["loc"] if not isinstance(p, str) or not p.startswith("function-")]
-        where: SourceLocation | None = location
-        container: Any = doc
-        walked: list[Any] = []  # the part of the path that is in the document (not union members' tags)
-        for part in loc_path:
-            node = loader.nodes.get(id(container)) if isinstance(container, dict) else None
-            if node is not None and isinstance(part, str) and part in node.keys:
-                where = node.keys[part]
-            try:
-                container = container[part]
-            except (KeyError, IndexError, TypeError):
-                break
-            walked.append(part)
-        if tuple(walked) in out:
-            continue  # one message per key: the alternatives of a union each report the same mistake
-        dotted = ".".join(str(p) for p in loc_path)
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden" and len(loc_path) == 1:
-            valid = ", ".join(
-                k for k in keys or (Template.model_fields if what == "template" else SchemaDef.model_fields)
-            )
-            valid = valid.replace(", base_uri", "")
-            message = f"unknown key; valid keys: {valid}"
-        elif err["type"] == "missing":
-            message = "required key is missing"
-        out[tuple(walked)] = kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
-    return sorted(out.values(), key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0))
+def _keys(model: type[BaseModel]) -> list[str]:
+    """The keys a declaration accepts (listed for an unknown one); `base_uri` is set by the reader, never written."""
+    return [name for name in model.model_fields if name != "base_uri"]

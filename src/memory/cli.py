@@ -38,7 +38,7 @@ def add_memory_parser(sub: Any, *, parents: Sequence[argparse.ArgumentParser] = 
     query.add_argument("text")
     query.add_argument("--db", metavar="PATH", help=_DB_HELP)
     query.add_argument("--model", help="pydantic-ai model string, e.g. openai-chat:gpt-4o-mini")
-    query.add_argument("--base-url", help="OpenAI-compatible endpoint for openai-chat: models")
+    query.add_argument("--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...)")
     query.add_argument("--limit", type=int, default=5, help="the most documents to return (default: 5)")
     query.add_argument(
         "--max-prompt-chars", type=int, metavar="N", help="the prompt budget in characters (default: 12000)"

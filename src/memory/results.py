@@ -67,6 +67,7 @@ class MemoryContext(AssociativeMatchResult):
     attempt's raw output and the usage (None when no candidate was found and no model was called).
     """
 
+    matches: list[MatchItem] = Field(default_factory=list)  # empty when the task failed or found nothing
     dropped: list[DroppedMatch] = Field(default_factory=list)
     prompt: PromptReport
     error: TaskError | None = None

@@ -43,9 +43,8 @@ class AssociativeMatchResult(BaseModel):
     context_summary: str = Field(
         description="Two or three sentences: what the relevant documents say about the query ('' if none is relevant)."
     )
-    matches: list[MatchItem] = Field(
-        default_factory=list, description="The relevant candidates, most relevant first; empty when none is."
-    )
+    # Required, without a default: OpenAI's strict mode asks every field to be required.
+    matches: list[MatchItem] = Field(description="The relevant candidates, most relevant first; empty when none is.")
 
 
 BUILTIN_SCHEMAS: tuple[type[BaseModel], ...] = (MatchItem, AssociativeMatchResult)

@@ -69,6 +69,9 @@ class FieldDef(_Declaration):
     format: str | None = None
     min_items: _Count | None = None
     max_items: _Count | None = None
+    #: `required: true` on an optional type (`str?`): the key must be given, though its value may be null
+    #: (no default). OpenAI's strict mode asks this of every field.
+    required: StrictBool | None = None
     #: The fields of a nested object: `type: object` (or `list[object]`, `object?`) with `fields:` under it.
     fields: list[FieldDef] | None = None
 

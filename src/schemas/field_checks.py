@@ -167,6 +167,21 @@ def schema_problems(spec: SchemaDef, known: Iterable[str] = ()) -> list[SchemaEr
     return problems
 
 
+def _check_required(spec: FieldDef, expr: TypeExpr, label: str, where: SourceLocation | None) -> None:
+    if spec.required and spec.has_default:
+        raise SchemaError(
+            f"{label[0].upper()}{label[1:]} is `required: true` and has a default; a required field has none. "
+            "Remove `default` or `required`.",
+            location=where,
+        )
+    if spec.required is False and not spec.has_default and not isinstance(expr, OptionalType):
+        raise SchemaError(
+            f"{label[0].upper()}{label[1:]} is `required: false` but has neither an optional type nor a default; "
+            f"write the type as {str(OptionalType(inner=expr))!r} (null when not given) or give it a `default`.",
+            location=where,
+        )
+
+
 def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> CheckedField:
     label = f"field {spec.name!r} of schema {schema!r}"
     name = spec.name
@@ -193,6 +208,7 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> C
             "`type: object` (or `list[object]`, `object?`) for a nested object, or remove `fields`.",
             location=where,
         )
+    _check_required(spec, expr, label, where)
     expr = _apply_enum(spec, expr, label, where)
     base = expr.inner if isinstance(expr, OptionalType) else expr
     kind = _KINDS.get(base.name) if isinstance(base, ScalarType) else "items" if isinstance(base, ListType) else None

@@ -169,7 +169,7 @@ def _field_options(field: CheckedField) -> dict[str, Any]:
         # becomes a `date`, a mapping becomes the referenced model).
         options["default"] = spec.default
         options["validate_default"] = True
-    elif is_optional(field.expr):
+    elif is_optional(field.expr) and not spec.required:
         options["default"] = None
     return options
 

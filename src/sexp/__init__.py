@@ -1,9 +1,10 @@
-"""The S-expression front end: `defatom` / `defschema` declarations and small scripts that call tasks.
+"""The S-expression front end: `defatom` / `defschema` / `defworkflow` declarations and scripts that call tasks.
 
-`reader` reads source text into located nodes (lark), `defatom` turns declaration forms into the
-same `Template` / `SchemaDef` the YAML loader produces, `evaluator` runs scripts against a
-`TaskSystem` (with the values of `values` and the builtins of `functions`), and `loading` finds
-`.sexp` files for `TaskSystem.load`.
+`reader` reads source text into located nodes (lark); `forms` reads declaration clauses; `defatom`
+and `defworkflow` turn declaration forms into the same `Template` / `SchemaDef` / `Workflow` the YAML
+loader produces; `evaluator` runs scripts against a `TaskSystem` (with the values of `values`, the
+builtins of `functions` and `operators`, the control forms of `control` and the loop of
+`director`); and `loading` reads `.sexp` files for `TaskSystem.load`.
 """
 
 from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError

@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from atomtask.schemas.declarations import FieldDef, SchemaDef
+from atomtask.schemas.declarations import SchemaDef
+from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, single, spec
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
-from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError, did_you_mean
-from atomtask.system.templates import MODEL_SETTING_HINTS, Template, TemplateLimits, TextOrigin
+from atomtask.system.errors import SchemaError, SourceLocation, TemplateError
+from atomtask.system.templates import Template, TemplateLimits, TextOrigin
 from pydantic import ValidationError
 
-__all__ = ["TEMPLATE_CLAUSES", "datum", "schema_from_form", "template_from_form"]
+__all__ = ["TEMPLATE_CLAUSES", "StringOrigin", "schema_from_form", "template_from_form"]
 
 #: The clauses a `defatom` form may have (`instructions` is required).
 TEMPLATE_CLAUSES = (
@@ -47,37 +48,6 @@ _TEXT_CLAUSES = ("description", "system", "instructions", "model")
 _OUTPUT_KEYS = ("type", "schema", "mode")
 _LIMIT_KEYS = tuple(TemplateLimits.model_fields)
 _PARAM_OPTIONS = ("default",)
-_FIELD_OPTIONS = tuple(f for f in FieldDef.model_fields if f not in ("name", "type", "description"))
-
-
-def datum(node: Node) -> Any:
-    """The literal value of a node: strings, numbers, booleans, nil; symbols as names; lists as lists."""
-    if isinstance(node, Literal):
-        return node.value
-    if isinstance(node, Symbol):
-        return node.name
-    return [datum(item) for item in node.items]
-
-
-def describe(node: Node) -> str:
-    """A short description of a node for error messages."""
-    if isinstance(node, Symbol):
-        return f"the symbol `{node.name}`"
-    if isinstance(node, SList):
-        return f"the list `({node.head or '...'} ...)`" if node.items else "the empty list `()`"
-    if isinstance(node, Literal) and isinstance(node.value, str):
-        text = node.value if len(node.value) <= 30 else node.value[:30] + "..."
-        return f"the string {text!r}"
-    return f"`{literal_text(node.value)}`"
-
-
-def literal_text(value: object) -> str:
-    """How a literal is written in source: `true`, `false`, `nil`, numbers as they are."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,8 +65,8 @@ def template_from_form(form: SList) -> Template:
         )
     name = name_node.name
     label = f"defatom {name!r}"
-    clauses = _clauses(form.items[2:], TEMPLATE_CLAUSES, label, TemplateError, what="clause")
-    if "instructions" not in clauses:
+    declared = clauses(form.items[2:], TEMPLATE_CLAUSES, label, TemplateError, what="clause")
+    if "instructions" not in declared:
         raise TemplateError(
             f'{label} has no `instructions` clause; add `(instructions "... {{{{param}}}} ...")`. '
             f"Clauses: {', '.join(TEMPLATE_CLAUSES)}.",
@@ -105,19 +75,19 @@ def template_from_form(form: SList) -> Template:
     data: dict[str, Any] = {"name": name}
     origins: dict[str, TextOrigin] = {}
     where: dict[str, SourceLocation] = {"name": name_node.location}
-    for key, clause in clauses.items():
+    for key, clause in declared.items():
         where[key] = clause.location
         origins[key] = TextOrigin(location=clause.location)
         args = clause.items[1:]
         if key in _TEXT_CLAUSES:
-            node = _single(args, clause, label)
+            node = single(args, clause, label, TemplateError)
             data[key] = _text(node, key, label)
             # Placeholders are looked for in `system` and `instructions`: point inside those texts.
             origins[key] = (
                 _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
             )
         elif key == "retries":
-            data[key] = datum(_single(args, clause, label))
+            data[key] = datum(single(args, clause, label, TemplateError))
         elif key == "params":
             data[key] = _params(args, label, origins)
         elif key == "output_format":
@@ -126,7 +96,8 @@ def template_from_form(form: SList) -> Template:
             data[key] = _model_settings(args, label, origins)
         else:  # limits
             data[key] = {
-                k: datum(_single(e.items[1:], e, label)) for k, e in _entries(args, _LIMIT_KEYS, label).items()
+                k: datum(single(e.items[1:], e, label, TemplateError))
+                for k, e in entries(args, _LIMIT_KEYS, label, TemplateError).items()
             }
     try:
         template = Template.model_validate(data)
@@ -159,49 +130,6 @@ def _model_settings(args: Sequence[Node], label: str, origins: dict[str, TextOri
         settings[key] = datum(entry.items[1])
         origins[f"model_settings.{key}"] = TextOrigin(location=entry.location)
     return settings
-
-
-def _clauses(
-    items: Sequence[Node], valid: Sequence[str], label: str, error: type[UsageError], *, what: str
-) -> dict[str, SList]:
-    found: dict[str, SList] = {}
-    listing = ", ".join(valid)
-    for item in items:
-        head = item.head if isinstance(item, SList) else None
-        if not isinstance(item, SList) or head is None:
-            raise error(
-                f"Expected a {what} like `({valid[0]} ...)` in {label}, found {describe(item)}. "
-                f"Valid {what}s: {listing}.",
-                location=item.location,
-            )
-        if head not in valid:
-            hint = did_you_mean(head, valid)
-            if head in MODEL_SETTING_HINTS and "model_settings" in valid:  # `(temperature 0)` beside `instructions`
-                hint = f" It is a model setting: write it inside `(model_settings (({head} ...)))`."
-            raise error(f"Unknown {what} {head!r} in {label}.{hint} Valid {what}s: {listing}.", location=item.location)
-        if head in found:
-            raise error(
-                f"The {what} {head!r} is repeated in {label} (first at {found[head].location}); give it once. "
-                f"Valid {what}s: {listing}.",
-                location=item.location,
-            )
-        found[head] = item
-    return found
-
-
-def _entries(args: Sequence[Node], valid: Sequence[str], label: str) -> dict[str, SList]:
-    """`((k v) (k v))` or `(k v) (k v)`: the entries of an association list, by key."""
-    if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
-        args = args[0].items
-    return _clauses(args, valid, label, TemplateError, what="key")
-
-
-def _single(args: Sequence[Node], clause: SList, label: str) -> Node:
-    if len(args) != 1:
-        raise TemplateError(
-            f"`({clause.head} ...)` in {label} takes exactly one value, got {len(args)}.", location=clause.location
-        )
-    return args[0]
 
 
 def _text(node: Node, key: str, label: str) -> str:
@@ -248,23 +176,27 @@ def _params(args: Sequence[Node], label: str, origins: dict[str, TextOrigin]) ->
     params: dict[str, Any] = {}
     for node in args:
         if isinstance(node, Symbol):
-            name, spec = node.name, {"type": "any"}
+            name, param = node.name, {"type": "any"}
         else:
-            name, spec = _spec(node, _PARAM_OPTIONS, f"a parameter of {label}", TemplateError)
-            spec.setdefault("type", "any")
+            name, param = spec(node, _PARAM_OPTIONS, f"a parameter of {label}", TemplateError)
+            param.setdefault("type", "any")
         if name in params:
             raise TemplateError(f"Parameter {name!r} is declared twice in {label}.", location=node.location)
-        params[name] = spec
+        params[name] = param
         origins[f"params.{name}"] = TextOrigin(location=node.location)
     return params
 
 
 def _output_format(args: Sequence[Node], clause: SList, label: str, origins: dict[str, TextOrigin]) -> dict[str, Any]:
     fmt: dict[str, Any] = {}
-    for key, entry in _entries(args, _OUTPUT_KEYS, f"`output_format` of {label}").items():
+    for key, entry in entries(args, _OUTPUT_KEYS, f"`output_format` of {label}", TemplateError).items():
         values = entry.items[1:]
         origins[f"output_format.{key}"] = TextOrigin(location=entry.location)
-        fmt[key] = _schema_value(values, entry, label) if key == "schema" else datum(_single(values, entry, label))
+        fmt[key] = (
+            _schema_value(values, entry, label)
+            if key == "schema"
+            else datum(single(values, entry, label, TemplateError))
+        )
     if "schema" in fmt:
         fmt.setdefault("type", "json")  # a schema means JSON output; YAML spells both out
     return fmt
@@ -288,71 +220,7 @@ def _schema_value(values: Sequence[Node], entry: SList, label: str) -> Any:
             f"`(schema)` in {label} is empty; name a schema or list fields: `(schema ((name str) (email str?)))`.",
             location=entry.location,
         )
-    return {"fields": [_field(node, f"the inline schema of {label}", TemplateError) for node in specs]}
-
-
-def _spec(node: Node, options: Sequence[str], label: str, error: type[UsageError]) -> tuple[str, dict[str, Any]]:
-    """`(name type "description" (option value)...)`: a parameter or a field."""
-    shape = f'`(name type "description"{" (default value)" if options else ""})`'
-    if not isinstance(node, SList) or not node.items or not isinstance(node.items[0], Symbol):
-        raise error(f"Expected {label} as {shape}, found {describe(node)}.", location=node.location)
-    name = node.items[0].name
-    spec: dict[str, Any] = {}
-    positional = ("type", "description")
-    count = 0
-    for item in node.items[1:]:
-        if isinstance(item, Symbol) and item.name.lower() == "optional":  # `(x optional str)`: a `?` is meant
-            kind = next((i.name for i in node.items[1:] if isinstance(i, Symbol) and i is not item), "str")
-            raise error(
-                f"`optional` is not a type or option of {name!r} in {label}; write `({name} {kind}?)`: "
-                "a `?` after the type makes it optional.",
-                location=item.location,
-            )
-        if isinstance(item, SList):
-            option = _option(item, options, name, label, error)
-            if option in spec:
-                raise error(f"Option {option!r} of {name!r} is repeated in {label}.", location=item.location)
-            values = [datum(v) for v in item.items[1:]]
-            if option == "enum":
-                spec[option] = values[0] if len(values) == 1 and isinstance(values[0], list) else values
-            elif len(values) != 1:
-                raise error(
-                    f"`({option} ...)` of {name!r} takes exactly one value, got {len(values)}.", location=item.location
-                )
-            else:
-                spec[option] = values[0]
-            continue
-        if count >= len(positional):
-            raise error(
-                f"Too many values for {name!r} in {label}: {shape}, found {describe(item)}.", location=item.location
-            )
-        key = positional[count]
-        count += 1
-        value = datum(item)
-        if not isinstance(value, str) or (key == "description" and not isinstance(item, Literal)):
-            what = "a type (a symbol like `str?` or a string)" if key == "type" else 'a string ("...")'
-            raise error(
-                f"The {key} of {name!r} in {label} must be {what}, found {describe(item)}.", location=item.location
-            )
-        spec[key] = value
-    return name, spec
-
-
-def _option(item: SList, options: Sequence[str], name: str, label: str, error: type[UsageError]) -> str:
-    head = item.head
-    if head is None or head not in options:
-        valid = ", ".join(options) or "none"
-        hint = did_you_mean(head, options) if head is not None else ""
-        raise error(
-            f"Unknown option {describe(item)} for {name!r} in {label}.{hint} Valid options: {valid}.",
-            location=item.location,
-        )
-    return head
-
-
-def _field(node: Node, label: str, error: type[UsageError]) -> dict[str, Any]:
-    name, spec = _spec(node, _FIELD_OPTIONS, label, error)
-    return {"name": name, **spec}
+    return {"fields": [field_spec(node, f"the inline schema of {label}", TemplateError) for node in specs]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,7 +244,7 @@ def schema_from_form(form: SList) -> SchemaDef:
         data["description"] = first.value
         rest.pop(0)
     label = f"schema {name_node.name!r}"
-    data["fields"] = [_field(node, label, SchemaError) for node in rest]
+    data["fields"] = [field_spec(node, label, SchemaError) for node in rest]
     try:
         schema = SchemaDef.model_validate(data)
     except ValidationError as exc:

@@ -6,15 +6,22 @@ The language is small on purpose:
 - special forms: `(quote x)` / `'x` (data: symbols read as strings, lists as lists), `(if c then [else])`,
   `(let ((name expr) ...) body...)` (bindings in order, each sees the previous), `(progn form...)`,
   `(and form...)`, `(or form...)` (short-circuit, value of the last form evaluated),
-  `(defatom name clause...)`, `(defschema Name field...)`;
-- builtins: `(list x...)`, `(not x)`, `(eq? a b)`, `(get-field value key...)`, `(unwrap result)`;
+  `(defatom name clause...)`, `(defschema Name field...)`, `(defworkflow name clause...)`
+  (`atomtask.sexp.defworkflow`: registered with the host's `register_workflow`);
+- control forms (`atomtask.sexp.control`): `define`, `lambda`, `set!`, bounded loops `(loop (max N) ...)`
+  and `(while cond (max N) ...)` with `break`, `(for (x list) ...)`, `(map f list)`, and
+  `(director-evaluator ...)` (`atomtask.sexp.director`);
+- builtins: `(list x...)`, `(not x)`, `(eq? a b)`, `(get-field value key...)`, `(unwrap result)`, and
+  `+ - * /`, `< <= > >= =`, `concat`, `str`, `length`, `append` (`atomtask.sexp.operators`); functions
+  are called with positional arguments: `(f 1 2)`;
 - task calls with named, evaluated arguments: `(extract_contact (text "...") (locale "fr"))` runs
   `TaskSystem.execute` and gives its `TaskResult`. A name bound by `defatom`, or any template the
   system has registered (from YAML or Python too), can be called. An `Interpreter` made with
   `model=` / `model_settings=` passes them to every task call (`TaskSystem.defatom(..., model=)`).
 
-There are no user-defined functions, so evaluation depth is bounded by the reader's nesting limit.
-Every error is a `SexpEvalError` (or a registration `UsageError`) naming the line and column.
+Every loop has a bound, and forms nest at most `MAX_EVAL_DEPTH` deep while they are evaluated (a
+function that calls itself without end stops there), so every script ends. Every error is a
+`SexpEvalError` (or a registration `UsageError`) naming the line and column.
 
 This module is the interpreter (`Interpreter`, its special forms, and the `ScriptHost` it runs
 against); the values and environment are in `atomtask.sexp.values`, the builtins in
@@ -28,23 +35,39 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from atomtask.loading.declarations import Declarations
 from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.sexp.defatom import datum, describe, schema_from_form, template_from_form
+from atomtask.sexp.control import CONTROL_FORMS, MAX_EVAL_DEPTH, ControlForms
+from atomtask.sexp.defatom import schema_from_form, template_from_form
+from atomtask.sexp.defworkflow import workflow_from_form
+from atomtask.sexp.director import director_evaluator
 from atomtask.sexp.errors import SexpEvalError
-from atomtask.sexp.functions import BUILTINS, arity, truthy, value_name
+from atomtask.sexp.forms import datum, describe
+from atomtask.sexp.functions import BUILTINS as CORE_BUILTINS
+from atomtask.sexp.functions import arity, truthy, value_name
+from atomtask.sexp.operators import OPERATORS
 from atomtask.sexp.reader import Literal, Node, SList, Symbol, read
-from atomtask.sexp.values import MISSING, Builtin, Environment, TaskFunction
+from atomtask.sexp.values import MISSING, Builtin, Closure, Environment, TaskFunction
 from atomtask.system.errors import TemplateError, did_you_mean
 from atomtask.system.results import TaskResult
 from atomtask.system.templates import Template
+from atomtask.system.workflows import Workflow
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-__all__ = ["BUILTINS", "SPECIAL_FORMS", "Environment", "Interpreter", "ScriptHost", "TaskFunction"]
+__all__ = ["BUILTINS", "MAX_EVAL_DEPTH", "SPECIAL_FORMS", "Environment", "Interpreter", "ScriptHost", "TaskFunction"]
+
+#: The functions every script can call.
+BUILTINS: dict[str, Builtin] = {**CORE_BUILTINS, **OPERATORS}
+
+#: The special forms (their arguments are not evaluated first).
+SPECIAL_FORMS: tuple[str, ...] = (
+    "quote", "if", "let", "progn", "and", "or", "defatom", "defschema", "defworkflow", *CONTROL_FORMS,
+    "director-evaluator",
+)  # fmt: skip
 
 
 class ScriptHost(Protocol):
-    """What a script runs against: a `TaskSystem`, seen through the three things scripts use.
+    """What a script runs against: a `TaskSystem`, seen through the things scripts use.
 
     The S-expression front end sits below the facade (`TaskSystem.defatom` evaluates scripts), so it
     names the facade by this protocol instead of importing it.
@@ -62,6 +85,8 @@ class ScriptHost(Protocol):
     ) -> TaskResult[Any]: ...
 
     def register_declarations(self, declarations: Declarations) -> list[str]: ...
+
+    def register_workflow(self, workflow: Workflow, *, replace: bool = False) -> Workflow: ...
 
 
 class Interpreter:
@@ -88,7 +113,13 @@ class Interpreter:
         self.model = model
         self.model_settings = model_settings
         self.defined: list[str] = []
+        #: The workflows `defworkflow` registered, in order.
+        self.workflows: list[str] = []
+        self._control = ControlForms(self, SPECIAL_FORMS)
         self._special: dict[str, Callable[[SList, Environment], Any]] = {
+            **self._control.forms(),
+            "director-evaluator": lambda form, env: director_evaluator(self._control, form, env),
+            "defworkflow": self._defworkflow,
             "quote": self._quote,
             "if": self._if,
             "let": self._let,
@@ -116,16 +147,20 @@ class Interpreter:
             return self._lookup(node, env)
         if not node.items:
             raise SexpEvalError("Cannot evaluate the empty list `()`; write `nil` or `(list)`.", location=node.location)
+        with self._control.nested(node.location):
+            return self._apply(node, env)
+
+    def _apply(self, node: SList, env: Environment) -> Any:
         head = node.items[0]
         if isinstance(head, Symbol) and head.name in self._special:
             return self._special[head.name](node, env)
         callee = self.eval(head, env)
-        if isinstance(callee, Builtin):
-            return callee.fn([self.eval(arg, env) for arg in node.items[1:]], node)
+        if isinstance(callee, Builtin | Closure):
+            return self._control.call(callee, [self.eval(arg, env) for arg in node.items[1:]], node)
         if isinstance(callee, TaskFunction):
             return self._call_task(callee, node, env)
         raise SexpEvalError(
-            f"Cannot call {value_name(callee)} ({describe(head)}): only tasks and builtins can be called. "
+            f"Cannot call {value_name(callee)} ({describe(head)}): only tasks, functions and builtins can be called. "
             "Quote the list to make data: `'(a b)` or `(list a b)`.",
             location=node.location,
         )
@@ -143,9 +178,9 @@ class Interpreter:
             )
         known = env.names() | set(self.system.templates.names())
         raise SexpEvalError(
-            f"Unbound symbol {node.name!r}.{did_you_mean(node.name, known)} Bind it with `let`, pass it as an "
-            f'input (`-i {node.name}=...` or `variables=`), define a task with `defatom`, or write "{node.name}" '
-            "for a string.",
+            f"Unbound symbol {node.name!r}.{did_you_mean(node.name, known)} Bind it with `let` or `define`, pass "
+            f"it as an input (`-i {node.name}=...` or `variables=`), define a task with `defatom`, or write "
+            f'"{node.name}" for a string.',
             location=node.location,
         )
 
@@ -196,7 +231,7 @@ class Interpreter:
             name = binding.items[0]
             if name.name in self._special:
                 raise SexpEvalError(f"Cannot bind the special form `{name.name}`.", location=name.location)
-            frame.define(name.name, self.eval(binding.items[1], frame))
+            frame.define(name.name, ControlForms.named(self.eval(binding.items[1], frame), name.name))
         return self._body(form.items[2:], frame)
 
     def _progn(self, form: SList, env: Environment) -> Any:
@@ -232,6 +267,13 @@ class Interpreter:
             self.defined.append(template.name)
         return template.name
 
+    def _defworkflow(self, form: SList, env: Environment) -> str:
+        workflow = workflow_from_form(form)
+        self.system.register_workflow(workflow)
+        if workflow.name not in self.workflows:
+            self.workflows.append(workflow.name)
+        return workflow.name
+
     def _defschema(self, form: SList, env: Environment) -> str:
         schema = schema_from_form(form)
         self.system.register_declarations(Declarations(schemas=[schema]))
@@ -248,7 +290,3 @@ def declared_template(form: SList) -> Template:
             location=form.items[1].location,
         )
     return template
-
-
-#: The special forms (their arguments are not evaluated first).
-SPECIAL_FORMS: tuple[str, ...] = ("quote", "if", "let", "progn", "and", "or", "defatom", "defschema")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from atomtask.sexp.defatom import literal_text
 from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
+from atomtask.sexp.forms import literal_text
 from atomtask.sexp.reader import Node, SList
 from atomtask.sexp.values import Builtin, TaskFunction
 from atomtask.system.errors import did_you_mean

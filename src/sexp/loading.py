@@ -20,13 +20,14 @@ SEXP_SUFFIX = ".sexp"
 
 
 def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
-    """The `defschema` and `defatom` forms of a `.sexp` file as `Declarations` (the file reader).
+    """The `defschema`, `defatom` and `defworkflow` forms of a `.sexp` file as `Declarations` (the file reader).
 
     Only top-level declarations are read; the file's other forms are its script, which loading never
     runs. A bad declaration is noted in `errors` and reading goes on; unreadable source (not UTF-8, a
     syntax error) raises.
     """
     from atomtask.sexp.defatom import schema_from_form
+    from atomtask.sexp.defworkflow import workflow_from_form
     from atomtask.sexp.errors import SexpSyntaxError
     from atomtask.sexp.evaluator import declared_template
     from atomtask.sexp.reader import SList, Symbol, read
@@ -40,6 +41,8 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
                 out.templates.append(declared_template(form))
             elif form.head == "defschema":
                 out.schemas.append(schema_from_form(form))
+            elif form.head == "defworkflow":
+                out.workflows.append(workflow_from_form(form))
         except UsageError as exc:
             errors.append(exc)
             name = form.items[1] if len(form.items) > 1 else None

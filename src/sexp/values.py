@@ -1,7 +1,8 @@
 """The values a script computes with that are not data, and the names that bind them.
 
 `TaskFunction` (what `defatom` binds and a template's name evaluates to), `Builtin` (a function of
-the language) and `Environment`, the chain of frames that `let` opens.
+the language), `Closure` (what `lambda` makes) and `Environment`, the chain of frames that `let`
+and each function call open.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-from atomtask.sexp.reader import SList
+from atomtask.sexp.reader import Node, SList
+from atomtask.system.errors import SourceLocation
 
-__all__ = ["MISSING", "Builtin", "Environment", "TaskFunction"]
+__all__ = ["MISSING", "Builtin", "Closure", "Environment", "TaskFunction"]
 
 
 @attrs.frozen
@@ -34,6 +36,25 @@ class Builtin:
 
     def __str__(self) -> str:
         return f"<builtin {self.name}>"
+
+
+@attrs.frozen(eq=False)
+class Closure:
+    """A function made by `(lambda (param...) body...)`: its body runs in a frame over the one it was made in."""
+
+    params: tuple[str, ...]
+    body: tuple[Node, ...] = attrs.field(repr=False)
+    env: Environment = attrs.field(repr=False)
+    location: SourceLocation
+    #: The name it was first bound to (`define`, `let`), for messages.
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return f"<function {self.name}>" if self.name else f"<lambda at {self.location}>"
+
+    def label(self) -> str:
+        """How messages name it: `function 'f'` or `lambda at file:line:col`."""
+        return f"function {self.name!r}" if self.name else f"lambda at {self.location}"
 
 
 MISSING = object()
@@ -58,6 +79,20 @@ class Environment:
     def define(self, name: str, value: Any) -> None:
         """Bind `name` in this frame."""
         self._values[name] = value
+
+    def frame_of(self, name: str) -> Environment | None:
+        """The nearest frame that binds `name` (this one or an enclosing one), else None."""
+        env: Environment | None = self
+        while env is not None:
+            if name in env._values:
+                return env
+            env = env._parent
+        return None
+
+    @property
+    def is_root(self) -> bool:
+        """True for the outermost frame (the builtins)."""
+        return self._parent is None
 
     def names(self) -> set[str]:
         """Every name visible from this frame."""

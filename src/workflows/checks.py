@@ -4,7 +4,7 @@
 `CompiledWorkflow` the runner takes; `compile_workflow` raises the first problem instead. The checks,
 each with its code (see `atomtask.system.workflow_errors`):
 
-- E110 the declaration's shape (duplicate step ids, the state's fields, model strings);
+- E110 the declaration's shape (duplicate step ids, the state's fields, model strings and settings);
 - E111 task, sub-workflow and state schema names exist ("did you mean");
 - E112 expressions and placeholders stay inside the expression language;
 - E113 every `state.x.y` path exists in the state;
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from atomtask.loading.model_settings import check_model_settings
 from atomtask.loading.providers import check_model_string
 from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.schemas.declarations import SchemaDef
@@ -96,6 +97,11 @@ def check_workflow(
             check_model_string(workflow.model, where=f"workflow {workflow.name!r}")
         except UsageError as exc:
             problems.add(WorkflowDeclarationError, exc.message, "model")
+    if workflow.model_settings is not None:
+        try:
+            check_model_settings(workflow.model_settings, where=f"workflow {workflow.name!r}")
+        except UsageError as exc:
+            problems.add(WorkflowDeclarationError, exc.message, "model_settings")
     state_cls = _state_class(problems, workflow, models)
     if state_cls is None:
         return WorkflowCheck(workflow=workflow, errors=tuple(problems.errors), compiled=None)

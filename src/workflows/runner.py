@@ -5,19 +5,19 @@ writes its outputs and `set` into a new, validated state, and `route` (or the or
 says where to go next, until `end` or the last step. A step that failed escalates as its
 `on_failure` says. `max_visits` and the workflow's `limits` hold at run time too. Nothing here
 raises for a run that failed: the result is FAILED, with the state as it was, every visit and its
-cost. The implementation is async; `run` is a thin synchronous wrapper.
+cost. The implementation is async; `run` is a thin synchronous wrapper (`handlers.blocking.run_blocking`,
+as `execute` uses: inside a running event loop the run goes on a worker thread).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from atomtask.executors.atomic import AtomicTaskExecutor
+from atomtask.handlers.blocking import run_blocking
+from atomtask.loading.model_settings import check_model_settings
 from atomtask.system.errors import ConfigurationError
 from atomtask.system.logs import get_logger
 from atomtask.system.results import TaskStatus, UsageNotes
@@ -28,7 +28,7 @@ from atomtask.workflows.compiled import CompiledStep, CompiledWorkflow
 from atomtask.workflows.expressions import ExpressionRuntimeError
 from atomtask.workflows.state import Budget, StateWriteError, initial_state, write_state
 from atomtask.workflows.step_runs import Attempted, RunContext, run_attempts, run_group, run_items, skipped
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -62,8 +62,10 @@ class WorkflowRunner:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
     ) -> WorkflowResult[Any]: ...
 
     @overload
@@ -73,8 +75,10 @@ class WorkflowRunner:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: type[S],
+        on_visit: Callable[[StepVisit], None] | None = None,
     ) -> WorkflowResult[S]: ...
 
     async def run_async(
@@ -83,25 +87,60 @@ class WorkflowRunner:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: type[BaseModel] | None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
     ) -> WorkflowResult[Any]:
         """Run `compiled` on `inputs`; never raises for a run that failed.
 
         `model=` overrides every model the workflow and its tasks name (but not `retry_with`);
+        `model_settings=` go on top of every step's (and the workflow's, and each task's), key by key;
         `limits=` tighten the workflow's `limits` for this run. `expect=Cls` types the result as
         `WorkflowResult[Cls]` and raises `ConfigurationError` when the state class is not a `Cls`.
+        `on_visit` (else the runner's own) is called with each top-level step visit as it ends.
+        A bad `limits=` or `model_settings=` raises `ConfigurationError` before anything runs.
         """
         if expect is not None and not issubclass(compiled.state_cls, expect):
             raise ConfigurationError(
                 f"Workflow {compiled.name!r} has state {compiled.state_cls.__name__}, but the caller expects "
                 f"{expect.__name__}; fix `expect=` or the workflow's `state`."
             )
+        settings = None
+        if model_settings is not None:
+            settings = check_model_settings(model_settings, where="this run (`model_settings=`)")
         own = compiled.workflow.limits
         if limits is not None:
-            call = limits if isinstance(limits, TemplateLimits) else TemplateLimits.model_validate(limits)
-            own = call.tightest(own)
-        return await self._run(compiled, dict(inputs or {}), model, Budget(limits=own), notify=self.on_visit)
+            own = _run_limits(limits).tightest(own)
+        return await self._run(
+            compiled, dict(inputs or {}), model, settings, Budget(limits=own), notify=on_visit or self.on_visit
+        )
+
+    @overload
+    def run(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[Any]: ...
+
+    @overload
+    def run(
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[S],
+        on_visit: Callable[[StepVisit], None] | None = None,
+    ) -> WorkflowResult[S]: ...
 
     def run(
         self,
@@ -109,25 +148,31 @@ class WorkflowRunner:
         inputs: Mapping[str, Any] | None = None,
         *,
         model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
+        expect: type[BaseModel] | None = None,
+        on_visit: Callable[[StepVisit], None] | None = None,
     ) -> WorkflowResult[Any]:
-        """The synchronous form of `run_async`, on the thread's event loop (as pydantic-ai's `run_sync` does).
+        """The synchronous form of `run_async`, on the thread's event loop (as `TaskSystem.execute` runs).
 
-        Runs share that loop with `TaskSystem.execute`, so clients cached by a provider stay on one loop.
+        Called where an event loop is already running (Jupyter, an async web handler), the run goes on
+        a worker thread while the caller waits; `await run_async(...)` avoids blocking the loop.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return _run_until_complete(self.run_async(compiled, inputs, model=model, limits=limits))
-        raise ConfigurationError(
-            "`run` was called inside a running event loop; use `await runner.run_async(...)` there."
-        )
+        options: dict[str, Any] = {
+            "model": model,
+            "model_settings": model_settings,
+            "limits": limits,
+            "expect": expect,
+            "on_visit": on_visit,
+        }
+        return run_blocking(self.run_async(compiled, inputs, **options))
 
     async def _run(
         self,
         compiled: CompiledWorkflow,
         inputs: Mapping[str, Any],
         model: Model | str | None,
+        model_settings: Mapping[str, Any] | None,
         budget: Budget,
         *,
         notify: Callable[[StepVisit], None] | None = None,
@@ -137,7 +182,14 @@ class WorkflowRunner:
         first = initial_state(compiled, inputs)
         if isinstance(first, WorkflowFailure):
             return self._finish(compiled, None, [], first, started)
-        ctx = RunContext(compiled=compiled, executor=self.executor, model=model, budget=budget, run_child=self._child)
+        ctx = RunContext(
+            compiled=compiled,
+            executor=self.executor,
+            model=model,
+            budget=budget,
+            run_child=self._child,
+            model_settings=model_settings,
+        )
         visits: list[StepVisit] = []
         state: BaseModel = first
         try:
@@ -151,9 +203,14 @@ class WorkflowRunner:
         return self._finish(compiled, state, visits, failure, started)
 
     async def _child(
-        self, compiled: CompiledWorkflow, inputs: Mapping[str, Any], model: Model | str | None, budget: Budget
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any],
+        model: Model | str | None,
+        model_settings: Mapping[str, Any] | None,
+        budget: Budget,
     ) -> WorkflowResult[Any]:
-        return await self._run(compiled, inputs, model, budget)
+        return await self._run(compiled, inputs, model, model_settings, budget)
 
     @staticmethod
     def _finish(
@@ -269,26 +326,18 @@ def _expression_failure(step: CompiledStep, where: str, exc: ExpressionRuntimeEr
     )
 
 
-def _run_until_complete(coro: Coroutine[Any, Any, WorkflowResult[Any]]) -> WorkflowResult[Any]:
-    """Run `coro` on this thread's event loop (made once and kept), cancelling it cleanly if interrupted."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # no current loop: 3.12+ warns before making one
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            loop = None
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-    task = loop.create_task(coro)
+def _run_limits(limits: TemplateLimits | Mapping[str, Any]) -> TemplateLimits:
+    """The run's `limits=`, validated; a bad one raises `ConfigurationError` naming the limit."""
+    if isinstance(limits, TemplateLimits):
+        return limits
     try:
-        return loop.run_until_complete(task)
-    except BaseException:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
-        raise
+        return TemplateLimits.model_validate(limits)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise ConfigurationError(
+            f"Invalid `limits=` for this run: {first['msg']} ({'.'.join(str(p) for p in first['loc'])}). Limits "
+            "are positive numbers for `requests`, `input_tokens`, `output_tokens`, `total_tokens` and `cost` (USD)."
+        ) from None
 
 
 def _ordinal(n: int) -> str:

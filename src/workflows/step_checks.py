@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from atomtask.loading.model_settings import check_model_settings
 from atomtask.loading.providers import check_model_string
 from atomtask.schemas import type_strings
 from atomtask.system.errors import UsageError, did_you_mean, near_names
@@ -43,6 +44,11 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
             check_model_string(model, where=f"step {step.id!r} of workflow {ctx.name!r}")
         except UsageError as exc:
             ctx.problems.add(WorkflowDeclarationError, exc.message, where, step=step.id)
+    if step.model_settings is not None:
+        try:
+            check_model_settings(step.model_settings, where=f"step {step.id!r} of workflow {ctx.name!r}")
+        except UsageError as exc:
+            ctx.problems.add(WorkflowDeclarationError, exc.message, f"{path}.model_settings", step=step.id)
     when = expression(ctx, step, step.when, f"{path}.when", None)
     routes = tuple(
         CompiledRoute(

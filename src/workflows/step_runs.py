@@ -1,8 +1,8 @@
 """Running one step: its task (or sub-workflow) call with `on_failure` escalation, `for_each` items, `parallel` groups.
 
 Each call gets the settings that apply to it (a step's own over the workflow's over the task's, a
-run's `model=` over all, a `retry_with` model over everything) and what is left of the run's
-budget. A call's answer is validated into the state before the step counts as done; a value that
+run's `model=` and `model_settings=` over all, a `retry_with` model over everything) and what is
+left of the run's budget. A call's answer is validated into the state before the step counts as done; a value that
 does not fit fails the step (and `retry_with` tries the next model). Every call is recorded as a
 `StepVisit`, in order, whatever happens next.
 """
@@ -10,7 +10,6 @@ does not fit fails the step (and `retry_with` tries the next model). Every call 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,22 +37,24 @@ if TYPE_CHECKING:
 __all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items"]
 
 log = get_logger(__name__)
-#: Runs a sub-workflow: (compiled, inputs, model, budget) -> its result.
+#: Runs a sub-workflow: (compiled, inputs, model, model settings, budget) -> its result.
 ChildRunner = Callable[
-    [CompiledWorkflow, Mapping[str, Any], "Model | str | None", Budget], Awaitable[WorkflowResult[Any]]
+    [CompiledWorkflow, Mapping[str, Any], "Model | str | None", "Mapping[str, Any] | None", Budget],
+    Awaitable[WorkflowResult[Any]],
 ]
-_SETTINGS_SUPPORTED = "model_settings" in inspect.signature(AtomicTaskExecutor.execute_async).parameters
 
 
 @attrs.define
 class RunContext:
-    """One run: its workflow, executor, model override, budget, and the visit counts so far."""
+    """One run: its workflow, executor, model and model settings overrides, budget, and how to run a sub-workflow."""
 
     compiled: CompiledWorkflow
     executor: AtomicTaskExecutor
     model: Model | str | None
     budget: Budget
     run_child: ChildRunner
+    #: The run's `model_settings=`: on top of every step's, the workflow's and the task's, key by key.
+    model_settings: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -149,7 +150,7 @@ async def _call(
     if step.child is not None:
         model = retry_model or ctx.model or declared.model
         child_budget = Budget(limits=step.child.workflow.limits, parent=ctx.budget)
-        return None, await ctx.run_child(step.child, inputs, model, child_budget)
+        return None, await ctx.run_child(step.child, inputs, model, ctx.model_settings, child_budget)
     assert declared.task is not None
     limits: TemplateLimits | None = ctx.budget.remaining()
     if declared.limits is not None:
@@ -160,11 +161,9 @@ async def _call(
         "limits": limits,
         "repair": declared.repair if declared.repair is not None else workflow.repair,
     }
-    settings = {**(workflow.model_settings or {}), **(declared.model_settings or {})}
-    if settings and _SETTINGS_SUPPORTED:
+    settings = {**(workflow.model_settings or {}), **(declared.model_settings or {}), **(ctx.model_settings or {})}
+    if settings:
         options["model_settings"] = settings
-    elif settings:
-        log.warning("model_settings_ignored", workflow=workflow.name, step=step.id)
     return await ctx.executor.execute_async(declared.task, inputs, **options), None
 
 
