@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import pytest
 from atomtask.system.workflow_errors import WorkflowExpressionError
-from atomtask.workflows.expression_types import ExpressionTypeError, expression_type
+from atomtask.workflows.expression_types import ExpressionTypeError, expression_type, narrowed
 from atomtask.workflows.expressions import ExpressionRuntimeError, PathRef, parse_expression
 from atomtask.workflows.type_rules import walk
 from pydantic import BaseModel
@@ -179,3 +179,37 @@ def test_type_errors_are_refused_at_load(text: str, message: str) -> None:
 def test_literal_fields_compare_with_their_strings_and_optionals_with_null() -> None:
     """A literal field compares with str; an optional field with null; ordering an optional number is allowed."""
     assert (bool, bool) == (_type("state.label == 'billing'"), _type("state.article == null"))
+
+
+def test_a_literal_compared_with_a_value_outside_it_is_refused() -> None:
+    """`state.label == 'biling'` can never be true: refused naming the allowed values and the near one."""
+    with pytest.raises(ExpressionTypeError) as caught:
+        _type("state.label == 'biling'")
+    assert (
+        "`state.label` is one of 'billing', 'other', never 'biling', so `==` is always false. Did you mean 'billing'?"
+        in caught.value.message
+    )
+    assert bool is _type("state.label in ['billing', 'other']")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("state.article is not null and state.article.title == 'x'", {"state.article"}),
+        ("state.article == null or state.article.title == 'x'", {"state.article"}),
+        ("not (state.article is null) and state.article.title == 'x'", {"state.article"}),
+        ("state.article.title == 'x' if state.article != null else false", {"state.article"}),
+        ("state.article.title == 'x' and state.article is not null", set()),
+        ("state.article is not null or state.article.title == 'x'", set()),
+    ],
+)
+def test_narrowed_knows_what_a_guard_before_a_read_tested(text: str, expected: set[str]) -> None:
+    """A null test that runs (and passed) before the read narrows it; one after it, or that failed, does not."""
+    expr = parse_expression(text)
+    read = next(p for p in expr.paths if p.parts == ("article", "title"))
+    assert expected == narrowed(expr)[read.offset]
+
+
+def test_a_guarded_read_through_null_evaluates_without_reading_it() -> None:
+    """`and` stops at a false guard, so the read through null never runs."""
+    assert False is _value("state.article is not null and state.article.title == 'x'")

@@ -126,6 +126,48 @@ def test_for_each_runs_once_per_element_and_collects_in_order(concurrency: int) 
     assert [0, 1, 2] == [v.item for v in result.steps]
 
 
+def _counting(on_failure: str, concurrency: int = 1) -> dict[str, Any]:
+    return {
+        "name": "counter",
+        "state": [{"name": "ns", "type": "list[int]"}, {"name": "scores", "type": "list[Review]", "default": []}],
+        "steps": [
+            {
+                "id": "count",
+                "task": "count",
+                "for_each": "{{state.ns}}",
+                "concurrency": concurrency,
+                "inputs": {"n": "{{item}}"},
+                "collect": "scores",
+                "retries": 0,
+                "on_failure": on_failure,
+            }
+        ],
+    }
+
+
+def _count_answers() -> TaskAnswers:
+    return TaskAnswers(count=[lambda prompt: {"bad": 1} if "n=2" in prompt else {"score": int(prompt[-1])}])
+
+
+def test_for_each_with_stop_starts_no_element_after_one_failed() -> None:
+    """`stop`: once element 2 failed, element 3 is never called; the step fails at element 2."""
+    answers = _count_answers()
+    result = _run(answers, _counting("stop"), inputs={"ns": [1, 2, 3]})
+    assert (TaskStatus.FAILED, "count") == (result.status, result.error.step)
+    assert ["n=1", "n=2"] == [prompt[-3:] for _, prompt in answers.calls]
+    assert [(0, "COMPLETE"), (1, "FAILED")] == [(v.item, v.status.value) for v in result.steps]
+    assert [] == result.state.scores
+
+
+def test_for_each_with_continue_collects_the_elements_that_succeeded() -> None:
+    """`continue`: every element runs; `collect` keeps the successful answers in order, the failed one left out."""
+    answers = _count_answers()
+    result = _run(answers, _counting("continue", concurrency=3), inputs={"ns": [1, 2, 3]})
+    assert TaskStatus.COMPLETE == result.status
+    assert [1, 3] == [review.score for review in result.state.scores]
+    assert [(0, "COMPLETE"), (1, "FAILED"), (2, "COMPLETE")] == [(v.item, v.status.value) for v in result.steps]
+
+
 def test_a_parallel_group_runs_every_member_and_joins() -> None:
     """Both members run on the same state; their writes are joined before the next step."""
     doc = {
@@ -270,6 +312,17 @@ def test_run_inputs_are_validated_before_any_call() -> None:
     assert ([], None) == (answers.calls, result.state)
 
 
+def test_an_unknown_run_input_message_reads_as_one_sentence() -> None:
+    """A message ending with "Did you mean ...?" gets no stray `.` before the list of run inputs."""
+    doc = article_writer()
+    doc["state"]["fields"][0]["default"] = "tides"
+    result = _run(_article_answers(9), doc, inputs={"topc": "x"})
+    assert (
+        "Invalid inputs for workflow 'article_writer': unknown input 'topc'. Did you mean 'topic'? "
+        "Run inputs: topic." == result.error.message
+    )
+
+
 def test_the_run_model_overrides_the_workflow_model() -> None:
     """`model=` on the run wins over the workflow's `model:`, which wins over the system default."""
     doc = article_writer()
@@ -295,12 +348,13 @@ def test_step_retries_override_the_workflow_retries() -> None:
 
 
 def test_a_null_read_at_run_time_fails_with_an_expression_error() -> None:
-    """`state.article.title` while `article` is still null fails the run at that step, not with a crash."""
+    """`state.extra.title` while `extra` (an `any`, unchecked at load) is null fails the run at that step."""
     doc = article_writer()
-    doc["steps"][0]["when"] = "state.article.title == 'x'"
+    doc["state"]["fields"].append({"name": "extra", "type": "any", "default": None})
+    doc["steps"][0]["when"] = "state.extra.title == 'x'"
     result = _run(_article_answers(9), doc, inputs={"topic": "tides"})
     assert (WorkflowFailureReason.EXPRESSION_ERROR, "research") == (result.error.reason, result.error.step)
-    assert "`state.article` is null" in result.error.message
+    assert "`state.extra` is null" in result.error.message
 
 
 def test_the_run_logs_its_events() -> None:

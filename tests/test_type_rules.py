@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from atomtask.workflows.type_rules import compatible, describe, item_type, walk
-from pydantic import BaseModel, ConfigDict
+from atomtask.workflows.type_rules import compatible, describe, item_type, kinds, literal_values, may_be_none, walk
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 
 class Contact(BaseModel):
@@ -74,3 +74,39 @@ def test_describe_and_item_type() -> None:
     """Readable type names; the element type of a list, None for anything else."""
     assert "list[Contact] | None" == describe(list[Contact] | None)
     assert (str, None) == (item_type(list[str] | None), item_type(str))
+
+
+Integer = Annotated[int, BeforeValidator(lambda v: v)]
+
+
+class Counted(BaseModel):
+    n: Integer | None = None
+    m: int | None = 3
+
+
+def test_annotated_metadata_is_seen_through() -> None:
+    """JSON Schema classes' `Annotated[int, validator] | None` is an `int | None`: readable, and fits like one."""
+    assert "int | None" == describe(Counted.model_fields["n"].annotation)
+    assert (True, True, False) == (
+        compatible(int, Integer | None),
+        compatible(Integer, float),
+        compatible(str, Integer),
+    )
+    assert ({"number", "none"}, "list[int]") == (kinds(Integer | None), describe(list[Integer]))
+
+
+def test_a_field_with_a_value_default_reads_as_not_null() -> None:
+    """`m: int | None = 3` reads as `int`; `n: ... = None` may still be null."""
+    assert (int, True) == (walk(Counted, "m"), may_be_none(walk(Counted, "n")))
+
+
+def test_literal_values_lists_what_a_literal_allows() -> None:
+    """The values of a literal (null stripped); None for a type that admits more."""
+    assert (("a", "b"), None) == (literal_values(Literal["a", "b"] | None), literal_values(str))
+
+
+def test_a_describe_picks_the_article() -> None:
+    """Types are named with their article: "an int", "a str"."""
+    from atomtask.workflows.type_rules import a_describe
+
+    assert ("an int", "a str") == (a_describe(int), a_describe(str))

@@ -415,3 +415,14 @@ def test_a_step_that_may_fail_on_does_not_count_as_writing() -> None:
             "the field a default.",
         )
     ] == problems
+
+
+@pytest.mark.parametrize(("file", "hint"), [("flows.sexp", "`(max_visits N)`"), ("flows.yaml", "`max_visits: N`")])
+def test_the_unbounded_cycle_hint_is_in_the_source_s_own_syntax(file: str, hint: str) -> None:
+    """E118's fix is written as the workflow's file would write it: `(max_visits N)` in a .sexp file."""
+    doc = article_writer()
+    _step(doc, "revise").pop("max_visits")
+    system = make_system("test")
+    workflow = Workflow.model_validate(doc).located(SourceLocation(file=file, line=1, column=1))
+    found = check_workflow(workflow, templates=system.templates, models=system.models)
+    assert [("E118", True)] == [(e.code, f"Add {hint} to one of them" in e.message) for e in found.errors]

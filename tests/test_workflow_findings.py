@@ -165,3 +165,25 @@ def test_every_workflow_code_is_explained(tmp_path: Path) -> None:
     assert 0 == main(["check", "--explain", "e113"], stdout=out, stderr=io.StringIO())
     assert out.getvalue().startswith("E113 workflow-state-path (error): a `state.x.y` path names no field of the state")
     assert "state.scroe" in out.getvalue()
+
+
+def test_a_circle_of_sub_workflows_hides_no_other_finding(tmp_path: Path) -> None:
+    """E118 for a circle in one file; the other file's E111 and E113 are reported too, and loading still raises."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    circle = """\
+        name: rec1
+        state: [{name: text, type: str}]
+        steps: [{id: a, workflow: rec2, inputs: {text: "{{state.text}}"}}]
+        ---
+        name: rec2
+        state: [{name: text, type: str}]
+        steps: [{id: b, workflow: rec1, inputs: {text: "{{state.text}}"}}]
+        """
+    rec = write(tmp_path, "rec.yaml", circle)
+    other = write(tmp_path, "x.yaml", FLOW.replace("task: rate", "task: t_strr").replace("state.text", "state.scroe"))
+    found = [(f.code, f.location.file if f.location else None) for f in check([tmp_path]).findings]
+    assert [("E118", str(rec)), ("E118", str(rec)), ("E111", str(other)), ("E113", str(other))] == sorted(
+        found, key=lambda f: (f[1] != str(rec), f[0])
+    )
+    with pytest.raises(WorkflowError):
+        TaskSystem(templates=tmp_path)

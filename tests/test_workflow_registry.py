@@ -79,3 +79,23 @@ def test_check_all_reports_every_workflow_without_registering_any() -> None:
     assert "Sub-workflow 'leaf' has problems of its own" in checks[0].errors[0].message
     assert "Did you mean 'billing'?" in checks[1].errors[0].message
     assert [] == registry.names()
+
+
+def test_check_all_reports_a_circle_without_hiding_other_problems() -> None:
+    """A circle of sub-workflows is E118 at each of its steps; the other workflows' problems are still reported."""
+    registry = _registry()
+    broken = _leaf("other")
+    broken["steps"][0]["task"] = "biling"
+    batch = (_calls("rec1", "rec2"), _calls("rec2", "rec1"), broken)
+    checks = registry.check_all(Workflow.model_validate(d) for d in batch)
+    assert [["E118"], ["E118"], ["E111"]] == [[e.code for e in c.errors] for c in checks]
+    assert "Step 'inner': Workflows 'rec1' -> 'rec2' -> 'rec1' run each other" in checks[0].errors[0].message
+    assert ("rec1", "inner") == (checks[0].errors[0].workflow, checks[0].errors[0].step)
+    assert "Workflows 'rec2' -> 'rec1' -> 'rec2'" in checks[1].errors[0].message
+
+
+def test_check_all_suggests_the_workflows_of_the_batch() -> None:
+    """An unknown sub-workflow name suggests the workflows declared in the batch, not only registered ones."""
+    checks = _registry().check_all(Workflow.model_validate(d) for d in (_calls("outer", "d55"), _leaf("d5")))
+    message = checks[0].errors[0].message
+    assert "No workflow named 'd55'. Did you mean 'd5'? Workflows declared or registered: d5, outer." in message

@@ -127,10 +127,13 @@ def _check_cycles(problems: Problems, by_id: Mapping[str, CompiledStep], graph: 
             continue
         first = min(component, key=order.__getitem__)
         cycle = _cycle_through(first, set(component), graph)
+        location = problems.workflow.location
+        bound = (
+            "(max_visits N)" if location is not None and (location.file or "").endswith(".sexp") else "max_visits: N"
+        )
         problems.add(
             WorkflowCycleError,
-            f"Steps {' -> '.join(cycle)} form a cycle with no bound. Add "
-            f"`max_visits: N` to one of them (e.g. {first!r}).",
+            f"Steps {' -> '.join(cycle)} form a cycle with no bound. Add `{bound}` to one of them (e.g. {first!r}).",
             by_id[first].path,
             step=first,
         )

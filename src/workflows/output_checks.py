@@ -13,7 +13,7 @@ from atomtask.system.workflow_errors import WorkflowBindingError, WorkflowPathEr
 from atomtask.system.workflows import Step
 from atomtask.workflows.expressions import Expression
 from atomtask.workflows.step_context import StepContext, expression, typed
-from atomtask.workflows.type_rules import compatible, describe, item_type, strip_none, walk
+from atomtask.workflows.type_rules import a_describe, compatible, describe, item_type, strip_none, walk
 
 __all__ = ["check_outputs", "check_sets"]
 
@@ -79,7 +79,7 @@ def check_outputs(
             ctx.problems.add(
                 WorkflowTypeError,
                 f"Step {step.id!r} collects its answers into `state.{step.collect}`,"
-                f" which is a {describe(target)}, not a list. Declare it `list[...]`.",
+                f" which is {a_describe(target)}, not a list. Declare it `list[...]`.",
                 where,
                 step=step.id,
             )
@@ -114,7 +114,7 @@ def check_sets(ctx: StepContext, step: Step, path: str) -> tuple[tuple[str, Expr
             ctx.problems.add(
                 WorkflowTypeError,
                 f"Step {step.id!r} sets `state.{field}` ({describe(target)}) to "
-                f"{text!r}, which is a {describe(value_type)}.",
+                f"{text!r}, which is {a_describe(value_type)}.",
                 where,
                 step=step.id,
             )

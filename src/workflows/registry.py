@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+import attrs
 from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import DuplicateNameError, did_you_mean, near_names
-from atomtask.system.workflow_errors import WorkflowCycleError, WorkflowNameError, WorkflowNotFoundError
+from atomtask.system.workflow_errors import (
+    WorkflowCycleError,
+    WorkflowError,
+    WorkflowNameError,
+    WorkflowNotFoundError,
+)
 from atomtask.system.workflows import Workflow
 from atomtask.workflows.checks import WorkflowCheck, check_workflow
 from atomtask.workflows.compiled import CompiledWorkflow
@@ -66,56 +72,52 @@ class WorkflowRegistry:
         """Every problem of every workflow in a batch (for `atomtask check`), registering none of them.
 
         Workflows of the batch may name each other as sub-workflows; the checks are in the batch's order.
+        A circle of sub-workflows is an E118 at each step of the circle that runs the next workflow of it;
+        it hides nothing else: every other problem of those workflows, and of the rest, is reported too.
         """
         batch = list(workflows)
+        calls = _calls(batch)
         checked: dict[str, WorkflowCheck] = {}
+        known = sorted({*self._compiled, *calls})
 
-        def resolve(name: str) -> CompiledWorkflow:
-            found = checked.get(name)
-            if found is None:
-                return self.compiled(name)
-            if found.compiled is None:
-                raise WorkflowNameError(f"Sub-workflow {name!r} has problems of its own; fix them first.")
-            return found.compiled
+        def checking(workflow: Workflow) -> WorkflowCheck:
+            circles: dict[str, str] = {}
 
-        try:
-            ordered = self.order(batch)
-        except WorkflowCycleError as exc:
-            return [WorkflowCheck(workflow=w, errors=(exc,), compiled=None) for w in batch]
-        for workflow in ordered:
-            checked[workflow.name] = check_workflow(
-                workflow, templates=self.templates, models=self.models, resolve_workflow=resolve
-            )
+            def resolve(name: str) -> CompiledWorkflow:
+                back = _path(calls, name, workflow.name) if name in calls else []
+                if back[-1:] == [workflow.name]:  # `name` runs `workflow` back, directly or not
+                    circles[name] = _circle_message([workflow.name, *back])
+                    raise WorkflowNameError(circles[name])
+                found = checked.get(name)
+                if found is not None:
+                    if found.compiled is None:
+                        raise WorkflowNameError(f"Sub-workflow {name!r} has problems of its own; fix them first.")
+                    return found.compiled
+                if name in self._compiled:
+                    return self._compiled[name]
+                raise _not_found(name, known, "Workflows declared or registered")
+
+            check = check_workflow(workflow, templates=self.templates, models=self.models, resolve_workflow=resolve)
+            if not circles:
+                return check
+            return attrs.evolve(check, errors=tuple(_as_cycle(e, set(circles.values())) for e in check.errors))
+
+        for workflow in _post_order(batch, calls):
+            checked[workflow.name] = checking(workflow)
         return [checked[w.name] for w in batch]
 
     @staticmethod
     def order(batch: Sequence[Workflow]) -> list[Workflow]:
         """`batch` with each workflow after the workflows of the batch it runs; raises E118 on a circle."""
-        by_name = {w.name: w for w in batch}
-        placed: dict[str, Workflow] = {}
-        visiting: list[str] = []
-
-        def visit(workflow: Workflow) -> None:
-            if workflow.name in placed:
-                return
-            if workflow.name in visiting:
-                circle = [*visiting[visiting.index(workflow.name) :], workflow.name]
-                raise WorkflowCycleError(
-                    f"Workflows {' -> '.join(repr(n) for n in circle)} run each other as sub-workflows, without "
-                    "end. Break the circle.",
-                    location=workflow.location,
-                    workflow=workflow.name,
-                )
-            visiting.append(workflow.name)
-            for _, step in workflow.all_steps():
-                if step.workflow is not None and step.workflow in by_name:
-                    visit(by_name[step.workflow])
-            visiting.pop()
-            placed[workflow.name] = workflow
-
+        calls = _calls(batch)
         for workflow in batch:
-            visit(workflow)
-        return list(placed.values())
+            for name in calls[workflow.name]:
+                back = _path(calls, name, workflow.name)
+                if name != workflow.name and back[-1] == workflow.name:
+                    raise WorkflowCycleError(
+                        _circle_message([workflow.name, *back]), location=workflow.location, workflow=workflow.name
+                    )
+        return _post_order(batch, calls)
 
     def get(self, name: str) -> Workflow:
         """The workflow registered under `name`; raises `WorkflowNotFoundError` with near names."""
@@ -126,11 +128,7 @@ class WorkflowRegistry:
         try:
             return self._compiled[name]
         except KeyError:
-            raise WorkflowNotFoundError(
-                f"No workflow named {name!r}.{did_you_mean(name, self._compiled)} "
-                f"Registered workflows: {', '.join(sorted(self._compiled)) or 'none'}.",
-                suggestions=near_names(name, self._compiled),
-            ) from None
+            raise _not_found(name, sorted(self._compiled), "Registered workflows") from None
 
     def names(self) -> list[str]:
         """The registered workflow names, sorted."""
@@ -154,3 +152,75 @@ class WorkflowRegistry:
             "`replace=True` to overwrite.",
             location=workflow.location,
         )
+
+
+def _not_found(name: str, known: Sequence[str], label: str) -> WorkflowNotFoundError:
+    return WorkflowNotFoundError(
+        f"No workflow named {name!r}.{did_you_mean(name, known)} {label}: {', '.join(known) or 'none'}.",
+        suggestions=near_names(name, known),
+    )
+
+
+def _calls(batch: Sequence[Workflow]) -> dict[str, list[str]]:
+    """Each workflow of `batch` by name -> the workflows of the batch its steps run, in step order."""
+    names = {w.name for w in batch}
+    calls: dict[str, list[str]] = {}
+    for workflow in batch:
+        ran = (step.workflow for _, step in workflow.all_steps() if step.workflow is not None)
+        calls.setdefault(workflow.name, list(dict.fromkeys(n for n in ran if n in names)))
+    return calls
+
+
+def _post_order(batch: Sequence[Workflow], calls: Mapping[str, list[str]]) -> list[Workflow]:
+    """`batch` with each workflow after the ones it runs, except along a circle (the first of each name kept)."""
+    by_name: dict[str, Workflow] = {}
+    for workflow in batch:
+        by_name.setdefault(workflow.name, workflow)
+    placed: dict[str, Workflow] = {}
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for child in calls[name]:
+            visit(child)
+        placed[name] = by_name[name]
+
+    for workflow in batch:
+        visit(workflow.name)
+    return list(placed.values())
+
+
+def _path(calls: Mapping[str, list[str]], start: str, goal: str) -> list[str]:
+    """The shortest chain of sub-workflow calls from `start` to `goal`, both included (`[start]` when none)."""
+    came_from: dict[str, str | None] = {start: None}
+    todo = [start]
+    while todo and goal not in came_from:
+        current = todo.pop(0)
+        for child in calls.get(current, []):
+            if child not in came_from:
+                came_from[child] = current
+                todo.append(child)
+    if goal not in came_from:
+        return [start]
+    path = [goal]
+    while (back := came_from[path[-1]]) is not None:
+        path.append(back)
+    return path[::-1]
+
+
+def _circle_message(circle: Sequence[str]) -> str:
+    return (
+        f"Workflows {' -> '.join(repr(n) for n in circle)} run each other as sub-workflows, without end. "
+        "Break the circle."
+    )
+
+
+def _as_cycle(error: WorkflowError, circles: set[str]) -> WorkflowError:
+    """A step's "no such workflow" error that is really a circle of sub-workflows, as the E118 it is."""
+    if not isinstance(error, WorkflowNameError) or not any(error.message.endswith(c) for c in circles):
+        return error
+    return WorkflowCycleError(
+        error.message, location=error.location, suggestions=error.suggestions, workflow=error.workflow, step=error.step
+    )

@@ -93,9 +93,11 @@ def initial_state(compiled: CompiledWorkflow, inputs: Mapping[str, Any]) -> Base
             problems.append(str(exc))
     if problems:
         listing = ", ".join(compiled.run_inputs) or "none"
+        said = "; ".join(problems)
+        stop = "" if said.endswith((".", "?", "!")) else "."
         return WorkflowFailure(
             reason=WorkflowFailureReason.INPUT_VALIDATION_FAILURE,
-            message=f"Invalid inputs for workflow {compiled.name!r}: {'; '.join(problems)}. Run inputs: {listing}.",
+            message=f"Invalid inputs for workflow {compiled.name!r}: {said}{stop} Run inputs: {listing}.",
             details={"errors": problems, "run_inputs": list(compiled.run_inputs)},
         )
     return state

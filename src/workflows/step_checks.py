@@ -2,8 +2,9 @@
 
 `compile_step` resolves what a step runs and parses everything it declares, noting each problem in
 the workflow's `Problems` and going on (so `atomtask check` reports them all). The checks that need
-the whole workflow (routes, reachability, cycles, data flow) are in `workflows.flow`; the input type
-check, which needs to know what has been written before the step, is `check_input_types`.
+the whole workflow (routes, reachability, cycles, data flow) are in `workflows.flow`; the checks that
+need to know what has been written before the step (input types, reads through null) are
+`check_input_types`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from atomtask.system.workflow_errors import (
 )
 from atomtask.system.workflows import END, Step
 from atomtask.workflows.compiled import CompiledRoute, CompiledStep, Read
+from atomtask.workflows.expression_types import not_null_when
 from atomtask.workflows.expressions import Expression
 from atomtask.workflows.output_checks import check_outputs, check_sets
-from atomtask.workflows.step_context import Reported, StepContext, expression, label, typed
-from atomtask.workflows.type_rules import compatible, describe, item_type
+from atomtask.workflows.step_context import Reported, StepContext, check_null_reads, expression, label, typed
+from atomtask.workflows.type_rules import a_describe, compatible, describe, item_type, strip_none
 from atomtask.workflows.values import Value, parse_value
 
 __all__ = ["StepContext", "check_input_types", "compile_step"]
@@ -49,10 +51,12 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
             check_model_settings(step.model_settings, where=f"step {step.id!r} of workflow {ctx.name!r}")
         except UsageError as exc:
             ctx.problems.add(WorkflowDeclarationError, exc.message, f"{path}.model_settings", step=step.id)
-    when = expression(ctx, step, step.when, f"{path}.when", None)
+    when = expression(ctx, step, step.when, f"{path}.when", None, condition=True)
     routes = tuple(
         CompiledRoute(
-            when=expression(ctx, step, r.when, f"{path}.route.{i}.when", None), to=r.to, where=f"{path}.route.{i}"
+            when=expression(ctx, step, r.when, f"{path}.route.{i}.when", None, condition=True),
+            to=r.to,
+            where=f"{path}.route.{i}",
         )
         for i, r in enumerate(step.route or [])
     )
@@ -154,10 +158,10 @@ def _for_each(ctx: StepContext, step: Step, path: str) -> tuple[Expression | Non
         return None, Any
     element = item_type(typed(ctx, expr, where, step))
     if element is None:
-        found = describe(typed(ctx, expr, where, step))
+        found = a_describe(typed(ctx, expr, where, step))
         ctx.problems.add(
             WorkflowTypeError,
-            f"Step {step.id!r}: `for_each: {step.for_each}` is a {found}, not a list.",
+            f"Step {step.id!r}: `for_each: {step.for_each}` is {found}, not a list.",
             where,
             step=step.id,
         )
@@ -217,25 +221,53 @@ def _reads(expr: Expression | None, where: str) -> tuple[Read, ...]:
 
 
 def check_input_types(ctx: StepContext, step: CompiledStep, written: frozenset[str]) -> None:
-    """Each input's type against its parameter's, knowing the fields written before the step (E114)."""
+    """Each input's type against its parameter's (E114), and every read through a value that may be null (E116).
+
+    `written` are the fields written on every path before the step; a path its `when` tests against
+    null (`when: state.obj is not null`) holds a value in its inputs, `for_each` and `set`.
+    """
     runs = f"task {step.step.task!r}" if step.step.task is not None else f"workflow {step.step.workflow!r}"
+    known = not_null_when(step.when.tree, True) if step.when is not None else frozenset()
+    _check_null_reads(ctx, step, written, known)
     for name, value in step.inputs.items():
         target = step.param_types.get(name)
-        if target is None:
-            continue
         where = f"{step.path}.inputs.{name}"
         try:
-            source = value.static_type(lambda ref: ctx.path_type(ref, step.item_type, where, step.id, written=written))  # noqa: B023
+            source = value.static_type(
+                lambda ref: ctx.path_type(ref, step.item_type, where, step.id, written=written, guarded=known)  # noqa: B023
+            )
         except Reported:
             continue
-        if not compatible(source, target):
-            shown = value.raw if isinstance(value.raw, str) else repr(value.raw)
-            ctx.problems.add(
-                WorkflowTypeError,
-                f"Step {step.id!r} passes {shown} ({describe(source)}) to parameter "
-                f"{name!r} ({describe(target)}) of {runs}: the types do not fit.",
-                where,
-                step=step.id,
+        if target is None or compatible(source, target):
+            continue
+        shown = value.raw if value.kind == "whole" else repr(value.raw)
+        hint = ""
+        if value.kind == "whole" and compatible(strip_none(source), target):
+            text = value.refs[0].text
+            hint = (
+                f" `{text}` may be null here: give it a default, write it on every path before this step, or skip "
+                f"the step unless it is set (`when: {text} is not null`)."
             )
+        ctx.problems.add(
+            WorkflowTypeError,
+            f"Step {step.id!r} passes {shown} ({describe(source)}) to parameter "
+            f"{name!r} ({describe(target)}) of {runs}: the types do not fit.{hint}",
+            where,
+            step=step.id,
+        )
     for member in step.members:
         check_input_types(ctx, member, written)
+
+
+def _check_null_reads(ctx: StepContext, step: CompiledStep, written: frozenset[str], known: frozenset[str]) -> None:
+    """Reads through null in the step's expressions, each with what is written (and tested) when it runs."""
+    check_null_reads(ctx, step.when, f"{step.path}.when", step.id, None, written)
+    check_null_reads(ctx, step.for_each, f"{step.path}.for_each", step.id, None, written, known)
+    after = written | step.output_writes
+    for field, expr in step.sets:
+        check_null_reads(ctx, expr, f"{step.path}.set.{field}", step.id, None, after, known)
+    # Routes are also followed when `when` skipped the step or `on_failure: continue` went on past it.
+    partial = step.step.when is not None or step.step.on_failure.action == "continue"
+    leaving = written if partial else written | step.sure_writes
+    for index, route in enumerate(step.routes):
+        check_null_reads(ctx, route.when, f"{step.path}.route.{index}.when", step.id, None, leaving)

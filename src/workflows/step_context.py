@@ -1,11 +1,13 @@
 """What every step of a workflow is checked against (`StepContext`), and the helpers the step checks share.
 
 `StepContext.path_type` resolves a `state.x.y` (or loop item) path to its type, noting an unknown
-path (E113) with "did you mean"; `expression` parses and type-checks one expression (E112, E114).
+path (E113) with "did you mean"; `expression` parses and type-checks one expression (E112, E114);
+`check_null_reads` types it again once the data flow is known, noting reads through null (E116).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -13,16 +15,21 @@ import attrs
 from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.system.errors import near_names
-from atomtask.system.workflow_errors import WorkflowExpressionError, WorkflowPathError, WorkflowTypeError
+from atomtask.system.workflow_errors import (
+    WorkflowDataFlowError,
+    WorkflowExpressionError,
+    WorkflowPathError,
+    WorkflowTypeError,
+)
 from atomtask.system.workflows import Step
 from atomtask.workflows.compiled import CompiledWorkflow
-from atomtask.workflows.expression_types import ExpressionTypeError, expression_type
+from atomtask.workflows.expression_types import ExpressionTypeError, expression_type, narrowed
 from atomtask.workflows.expressions import Expression, PathRef, parse_expression
 from atomtask.workflows.problems import Problems
-from atomtask.workflows.type_rules import field_names, strip_none, walk
+from atomtask.workflows.type_rules import describe, field_names, kinds, may_be_none, strip_none, walk
 from pydantic import BaseModel
 
-__all__ = ["Reported", "StepContext", "expression", "label", "typed"]
+__all__ = ["Reported", "StepContext", "check_null_reads", "expression", "label", "typed"]
 
 
 class Reported(Exception):
@@ -44,24 +51,52 @@ class StepContext:
         return self.problems.workflow.name
 
     def path_type(
-        self, ref: PathRef, item: Any, where: str, step: str, *, written: frozenset[str] = frozenset()
+        self,
+        ref: PathRef,
+        item: Any,
+        where: str,
+        step: str,
+        *,
+        written: frozenset[str] = frozenset(),
+        guarded: frozenset[str] | None = None,
     ) -> Any:
         """The annotation `ref` reaches; notes an unknown path (E113) and raises `Reported`.
 
-        A field in `written` has been written by a step, so its `None` default no longer applies.
+        A field in `written` has been written by a step, so its `None` default no longer applies. With
+        `guarded` (the paths known not to be null there, e.g. by `state.obj is not null and ...`), reading
+        through a value that may be null is noted too (E116): the run would fail on it.
         """
         if ref.root != "state":
             current, walked = (Any if item is None else item), ref.root
         else:
             current, walked = self.state_cls, "state"
         for depth, part in enumerate(ref.parts):
+            if guarded is not None and may_be_none(current):
+                self._through_null(ref, depth, walked, current, where, step)
             try:
                 following = walk(current, part)
             except LookupError as exc:
                 self._unknown_path(ref, part, walked, current, str(exc), where, step)
-            current = strip_none(following) if depth == 0 and ref.root == "state" and part in written else following
             walked += f"[{part}]" if isinstance(part, int) else f".{part}"
+            top_written = depth == 0 and ref.root == "state" and part in written
+            current = strip_none(following) if top_written or walked in (guarded or ()) else following
         return current
+
+    def _through_null(self, ref: PathRef, depth: int, walked: str, owner: Any, where: str, step: str) -> None:
+        field = ref.field
+        if depth == 1 and field is not None and self.state_cls.model_fields[field].is_required():
+            return  # a field with no default: the data-flow check reports a read before any write
+        if where.endswith(".inputs") or ".inputs." in where or where.endswith(".for_each"):
+            test = f"skip the step unless it is set (`when: {walked} is not null`)"
+        else:
+            test = f"test it first (`{walked} is not null and ...`)"
+        message = (
+            f"Step {step!r} reads `{ref.text}` in {label(where)}, but `{walked}` ({describe(owner)}) may be null "
+            f"there, and reading through null fails the run. Give it a default, write it on every path before, "
+            f"or {test}."
+        )
+        self.problems.add(WorkflowDataFlowError, message, where, step=step, offset=ref.offset)
+        raise Reported
 
     def _unknown_path(
         self, ref: PathRef, part: str | int, walked: str, owner: Any, why: str, where: str, step: str
@@ -93,9 +128,19 @@ def label(where: str) -> str:
 
 
 def expression(
-    ctx: StepContext, step: Step, text: str | None, where: str, item: Any, *, roots: tuple[str, ...] = ("state",)
+    ctx: StepContext,
+    step: Step,
+    text: str | None,
+    where: str,
+    item: Any,
+    *,
+    roots: tuple[str, ...] = ("state",),
+    condition: bool = False,
 ) -> Expression | None:
-    """Parse and type-check one expression of `step`, noting its problems (E112, E113, E114); None if unparsable."""
+    """Parse and type-check one expression of `step`, noting its problems (E112, E113, E114); None if unparsable.
+
+    A `condition` (`when`, a route's `when`) must be true or false, not a number or a text.
+    """
     if text is None:
         return None
     try:
@@ -104,7 +149,7 @@ def expression(
         ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, {label(where)}: ")
         return None
     try:
-        expression_type(expr, lambda ref: ctx.path_type(ref, item, where, step.id))
+        found = expression_type(expr, lambda ref: ctx.path_type(ref, item, where, step.id))
     except ExpressionTypeError as exc:
         ctx.problems.add(
             WorkflowTypeError,
@@ -115,7 +160,53 @@ def expression(
         )
     except Reported:
         pass
+    else:
+        if condition and kinds(found) - {"bool", "none", "any"}:
+            ctx.problems.add(
+                WorkflowTypeError,
+                f"Step {step.id!r}, {label(where)}: `{text.strip()}` ({describe(found)}) is not true or false, as a "
+                f"condition must be; compare it, e.g. `{_comparison(text.strip(), found)}`.",
+                where,
+                step=step.id,
+            )
     return expr
+
+
+def _comparison(text: str, annotation: Any) -> str:
+    """A condition testing `text` the way its type suggests (`state.score > 0`, `len(state.items) > 0`)."""
+    found = kinds(strip_none(annotation))
+    if found == {"number"}:
+        return f"{text} > 0"
+    if found == {"str"}:
+        return f"{text} != ''"
+    if found <= {"list", "dict"}:
+        return f"len({text}) > 0"
+    return f"{text} is not null"
+
+
+def check_null_reads(
+    ctx: StepContext,
+    expr: Expression | None,
+    where: str,
+    step: str,
+    item: Any,
+    written: frozenset[str],
+    known: frozenset[str] = frozenset(),
+) -> None:
+    """Type `expr` again knowing what is written before it and what it tests: a read through null is noted (E116).
+
+    `known` are the paths known not to be null there (tested by the step's `when`).
+    """
+    if expr is None:
+        return
+    guards = narrowed(expr)
+    with contextlib.suppress(ExpressionTypeError, Reported):
+        expression_type(
+            expr,
+            lambda ref: ctx.path_type(
+                ref, item, where, step, written=written, guarded=known | guards.get(ref.offset, frozenset())
+            ),
+        )
 
 
 def typed(ctx: StepContext, expr: Expression, where: str, step: Step) -> Any:

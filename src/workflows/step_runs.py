@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from atomtask.executors.atomic import AtomicTaskExecutor
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items"]
 
 log = get_logger(__name__)
+_T = TypeVar("_T")
 #: Runs a sub-workflow: (compiled, inputs, model, model settings, budget) -> its result.
 ChildRunner = Callable[
     [CompiledWorkflow, Mapping[str, Any], "Model | str | None", "Mapping[str, Any] | None", Budget],
@@ -254,7 +255,12 @@ def skipped(step: CompiledStep, visit: int) -> StepVisit:
 
 
 async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int) -> Attempted:
-    """A `for_each` step: each element, at most `concurrency` at a time; the answers collected in order."""
+    """A `for_each` step: each element, at most `concurrency` at a time; the answers collected in order.
+
+    Once an element has failed, elements not yet started are not started (they would cost calls for a step
+    that failed), unless the step's `on_failure` is `continue`: then every element runs, and `collect` keeps
+    the answers of the elements that succeeded, in order (the failed ones left out), before `set` applies.
+    """
     assert step.for_each is not None
     try:
         items = step.for_each.evaluate({"state": state})
@@ -264,30 +270,38 @@ async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit
         return Attempted(visits=[_visit(step, visit, 0, None, StepStatus.FAILED, error=failure)], failure=failure)
     gate = asyncio.Semaphore(step.step.concurrency)
     bare = attrs.evolve(step, output_map=(), sets=())  # items only answer; the step writes once, after
+    keep_going = step.step.on_failure.action == "continue"
+    stopped = False
 
-    async def one(index: int, item: Any) -> Attempted:
+    async def one(index: int, item: Any) -> Attempted | None:
+        nonlocal stopped
         async with gate:
-            return await run_attempts(ctx, bare, state, visit, item=item, index=index)
+            if stopped:
+                return None  # an earlier element failed: this one is not started
+            attempted = await run_attempts(ctx, bare, state, visit, item=item, index=index)
+            if attempted.failure is not None and (attempted.terminal or not keep_going):
+                stopped = True
+            return attempted
 
-    done = await _gather([one(i, item) for i, item in enumerate(items)])
+    done = [a for a in await _gather([one(i, item) for i, item in enumerate(items)]) if a is not None]
     visits = [v for attempted in done for v in attempted.visits]
     failed = next((a for a in done if a.failure is not None and a.terminal), None) or next(
         (a for a in done if a.failure is not None), None
     )
-    if failed is not None:
+    if failed is not None and not (keep_going and not failed.terminal):
         return Attempted(visits=visits, failure=failed.failure, terminal=failed.terminal)
     writes: dict[str, Any] = {}
     try:
         new = state
         if step.step.collect is not None:
-            writes[step.step.collect] = [a.answer for a in done]
+            writes[step.step.collect] = [a.answer for a in done if a.failure is None]
             new = write_state(state, writes)
         for field, expr in step.sets:
             writes[field] = expr.evaluate({"state": new})
             new = write_state(new, {field: writes[field]})
     except (StateWriteError, ExpressionRuntimeError) as exc:
         return Attempted(visits=visits, failure=_write_failure(step, exc))
-    return Attempted(visits=visits, writes=writes)
+    return Attempted(visits=visits, writes=writes, failure=failed.failure if failed is not None else None)
 
 
 async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visit: int) -> Attempted:
@@ -311,15 +325,16 @@ async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visi
     writes: dict[str, Any] = {}
     failed: Attempted | None = None
     for member, attempted in zip(group.members, done, strict=True):
+        writes.update(attempted.writes)  # a failed member writes nothing, but `for_each` with `continue` may
         if attempted.failure is None:
-            writes.update(attempted.writes)
-        elif (attempted.terminal or member.step.on_failure.action == "stop") and (failed is None or attempted.terminal):
+            continue
+        if (attempted.terminal or member.step.on_failure.action == "stop") and (failed is None or attempted.terminal):
             failed = attempted if failed is None or not failed.terminal else failed
     if failed is None:
         return Attempted(visits=visits, writes=writes)
     return Attempted(visits=visits, writes=writes, failure=failed.failure, terminal=failed.terminal)
 
 
-async def _gather(runs: list[Awaitable[Attempted]]) -> list[Attempted]:
+async def _gather(runs: list[Awaitable[_T]]) -> list[_T]:
     """Every run to its end, in the order given: nothing paid for is dropped when one of them fails."""
     return list(await asyncio.gather(*runs))

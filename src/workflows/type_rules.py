@@ -1,7 +1,8 @@
 """Static type rules for workflows: what a value of one annotation may be passed as, and what a path reaches.
 
 Types are the Python annotations the schemas layer builds (`str`, `list[Contact]`, `Contact | None`,
-`Literal['a', 'b']`, a Pydantic class, `Any`). The rule is the one a developer expects, stricter than
+`Literal['a', 'b']`, a Pydantic class, `Any`); `Annotated[T, ...]` (the validators of classes built from
+JSON Schema) is seen as `T`. The rule is the one a developer expects, stricter than
 Pydantic's lax mode: a `str` never goes into an `int` (although "5" would validate), an `int` goes
 into a `float`, a class goes into another class whose fields it has, and `Any` goes anywhere.
 """
@@ -14,15 +15,38 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
-__all__ = ["NONE", "compatible", "describe", "field_names", "item_type", "kinds", "members", "strip_none", "walk"]
+__all__ = [
+    "NONE",
+    "a_describe",
+    "compatible",
+    "describe",
+    "field_names",
+    "item_type",
+    "kinds",
+    "literal_values",
+    "may_be_none",
+    "members",
+    "strip_none",
+    "walk",
+]
 
 NONE: Any = type(None)
 _Seen = set[tuple[int, int]]
 
 
+def _bare(annotation: Any) -> Any:
+    """`annotation` without `Annotated[...]` metadata (`Annotated[int, validator]` gives `int`)."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
 def members(annotation: Any) -> list[Any]:
     """The alternatives of a union (`A | B | None` gives `[A, B, NoneType]`); any other annotation alone."""
+    annotation = _bare(annotation)
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         found: list[Any] = []
         for arg in typing.get_args(annotation):
@@ -43,6 +67,21 @@ def strip_none(annotation: Any) -> Any:
     return typing.Union.__getitem__(tuple(rest))
 
 
+def may_be_none(annotation: Any) -> bool:
+    """Whether a value of `annotation` may be null (`A | None`, `None`; not `Any`, which only the run knows)."""
+    return NONE in members(annotation)
+
+
+def literal_values(annotation: Any) -> tuple[Any, ...] | None:
+    """The values a literal annotation allows (`None` stripped), or None when it admits other values too."""
+    found: list[Any] = []
+    for member in members(strip_none(annotation)):
+        if typing.get_origin(member) is not typing.Literal:
+            return None
+        found.extend(v for v in typing.get_args(member) if v not in found)
+    return tuple(found) or None
+
+
 def kinds(annotation: Any) -> set[str]:
     """The kinds of value an annotation admits: `str`, `number`, `bool`, `none`, `list`, `dict`, `model`, `date`..."""
     found: set[str] = set()
@@ -52,6 +91,7 @@ def kinds(annotation: Any) -> set[str]:
 
 
 def _kind(member: Any) -> str:
+    member = _bare(member)
     if member is Any or member is object:
         return "any"
     if member is NONE:
@@ -79,6 +119,12 @@ def _kind(member: Any) -> str:
     return "other"
 
 
+def a_describe(annotation: Any) -> str:
+    """`describe` with its article: "an int", "a str", "a list[str]"."""
+    text = describe(annotation)
+    return f"{'an' if text[:1].lower() in 'aeiou' else 'a'} {text}"
+
+
 def describe(annotation: Any) -> str:
     """A short readable name: `str`, `list[Contact]`, `Contact | None`, `any`."""
     parts = members(annotation)
@@ -94,8 +140,9 @@ def describe(annotation: Any) -> str:
         return "literal[" + ", ".join(repr(v) for v in typing.get_args(member)) + "]"
     if origin is not None:
         args = ", ".join(describe(a) for a in typing.get_args(member))
-        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
-    return getattr(member, "__name__", str(member))
+        name = getattr(origin, "__name__", None) or str(origin).removeprefix("typing.")
+        return f"{name}[{args}]" if args else name
+    return getattr(member, "__name__", None) or str(member).removeprefix("typing.")
 
 
 def compatible(source: Any, target: Any) -> bool:
@@ -118,6 +165,7 @@ def _compatible(source: Any, target: Any, seen: _Seen) -> bool:
 
 
 def _fits(source: Any, target: Any, seen: _Seen) -> bool:
+    source, target = _bare(source), _bare(target)
     if source is Any or source is target:
         return True
     source_origin, target_origin = typing.get_origin(source), typing.get_origin(target)
@@ -201,13 +249,21 @@ def walk(annotation: Any, part: str | int) -> Any:
         fields = inner.model_fields
         if part not in fields:
             raise LookupError(f"{inner.__name__} has no field {part!r}")
-        return fields[part].annotation
+        return _read_type(fields[part])
     if origin is dict:
         args = typing.get_args(inner)
         return args[1] if len(args) == 2 else Any
     if inner is dict or len(members(inner)) > 1:
         return Any
     raise LookupError(f"a {describe(inner)} has no fields")
+
+
+def _read_type(field: FieldInfo) -> Any:
+    """The type a read of `field` gives: a field with a non-null default holds a value until set to null."""
+    annotation = field.annotation
+    if field.default_factory is not None or (field.default is not PydanticUndefined and field.default is not None):
+        return strip_none(annotation)
+    return annotation
 
 
 def item_type(annotation: Any) -> Any | None:
