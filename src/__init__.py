@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from atomtask.memory.results import MemoryContext
     from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
     from atomtask.schemas.model_registry import ModelRegistry
-    from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError
+    from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError, SexpWorkflowFailedError
     from atomtask.system.errors import (
         AtomTaskError,
         ConfigurationError,
@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     "SexpEvalError": "atomtask.sexp.errors",
     "SexpSyntaxError": "atomtask.sexp.errors",
     "SexpTaskFailedError": "atomtask.sexp.errors",
+    "SexpWorkflowFailedError": "atomtask.sexp.errors",
     "SourceLocation": "atomtask.system.errors",
     "Step": "atomtask.system.workflows",
     "StepVisit": "atomtask.system.workflow_results",
@@ -127,6 +128,7 @@ __all__ = [
     "SexpEvalError",
     "SexpSyntaxError",
     "SexpTaskFailedError",
+    "SexpWorkflowFailedError",
     "SourceLocation",
     "Step",
     "StepVisit",

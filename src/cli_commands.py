@@ -181,9 +181,10 @@ def result_json(result: TaskResult[Any]) -> str:
 
 def eval_script(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
     """`atomtask eval FILE.sexp`: the script's final value as JSON; `--model` applies to every call in it."""
-    from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
+    from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError, SexpWorkflowFailedError
     from atomtask.system.errors import UsageError
     from atomtask.system.results import TaskResult
+    from atomtask.system.workflow_results import WorkflowResult
 
     check_model_flags(args.model)
     _check_output_path(args)
@@ -208,10 +209,18 @@ def eval_script(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextI
         _emit(result_json(exc.result), args, out)
         print(f"atomtask: error: {exc}", file=err)
         return exit_status(exc.result)
+    except SexpWorkflowFailedError as exc:
+        _emit(_value_json(exc.result), args, out)
+        print(f"atomtask: error: {exc}", file=err)
+        return workflow_exit_status(exc.result)
     except SexpEvalError as exc:
         print(f"atomtask: error: {exc}", file=err)
         return EXIT_USAGE
     _emit(_value_json(value), args, out)
+    if isinstance(value, WorkflowResult):
+        if value.error is not None:
+            print(f"atomtask: error: {value.error.reason.value}: {value.error.message}", file=err)
+        return workflow_exit_status(value)
     if isinstance(value, TaskResult):
         status = exit_status(value)
         if status != EXIT_USAGE and not args.quiet:
@@ -223,15 +232,22 @@ def eval_script(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextI
 
 
 def _value_json(value: Any) -> str:
-    """A script's value as JSON: results (durations rounded) and models in their JSON form, tasks by name."""
+    """A script's value as JSON: results (durations rounded) and models in their JSON form, tasks by name.
+
+    A function (`lambda`, `define`) prints as `"<function square (n)>"`, or `"<function (y)>"` unnamed.
+    """
     import pydantic_core
+    from atomtask.sexp.values import Closure
     from atomtask.system.results import TaskResult
+    from atomtask.system.workflow_results import WorkflowResult
 
     def fallback(obj: Any) -> Any:
+        if isinstance(obj, Closure):
+            return obj.signature()
         return getattr(obj, "name", None) or repr(obj)
 
     def results_rounded(obj: Any) -> Any:
-        if isinstance(obj, TaskResult):
+        if isinstance(obj, TaskResult | WorkflowResult):
             return _rounded(obj.model_dump(mode="json"))
         if isinstance(obj, list | tuple):
             return [results_rounded(item) for item in obj]

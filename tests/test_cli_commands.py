@@ -357,3 +357,46 @@ def test_eval_of_a_task_the_provider_failed_exits_1(
     code, out, err = run(["eval", str(script), *model, "--templates", str(templates_dir)])
     assert 1 == code, err
     assert "provider_error" == json.loads(out)["error"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("(lambda (y) (* y 2))", "<function (y)>"),
+        ("(define (square n) (* n n)) square", "<function square (n)>"),
+        ("(lambda () 1)", "<function ()>"),
+    ],
+)
+def test_eval_prints_a_function_by_its_name_and_parameters(
+    source: str, expected: str, tmp_path: Path, templates_dir: Path
+) -> None:
+    """A returned function prints as `<function name (params)>`, not Python's internal repr."""
+    script = tmp_path / "s.sexp"
+    script.write_text(source)
+    code, out, _ = run(["eval", str(script), "--templates", str(templates_dir)])
+    assert 0 == code
+    assert expected == json.loads(out)
+
+
+WORKFLOW_SCRIPT = """\
+(defatom say (params word) (instructions "Say {{word}}"))
+(defworkflow loud
+  (state (word str) (said str (default "")))
+  (steps (step speak (task say) (inputs (word "{{state.word}}")) (output said))))
+"""
+
+
+def test_eval_prints_a_workflow_result_and_exits_by_its_status(tmp_path: Path, templates_dir: Path) -> None:
+    """A script's WorkflowResult prints as JSON; a FAILED run (or its `unwrap`) sets the exit status."""
+    script = tmp_path / "s.sexp"
+    script.write_text(WORKFLOW_SCRIPT + '(loud (word "hi"))')
+    code, out, _ = run(["eval", str(script), "--model", "test", "--templates", str(templates_dir)])
+    assert (0, "COMPLETE", "loud") == (code, json.loads(out)["status"], json.loads(out)["workflow"])
+    script.write_text(WORKFLOW_SCRIPT + "(loud (wrd 1))")
+    code, out, err = run(["eval", str(script), "--model", "test", "--templates", str(templates_dir)])
+    assert (2, "FAILED") == (code, json.loads(out)["status"])
+    assert "input_validation_failure" in err
+    script.write_text(WORKFLOW_SCRIPT + "(unwrap (loud (wrd 1)))")
+    code, out, err = run(["eval", str(script), "--model", "test", "--templates", str(templates_dir)])
+    assert (2, "FAILED") == (code, json.loads(out)["status"])
+    assert "Workflow 'loud' failed (input_validation_failure" in err

@@ -112,7 +112,7 @@ def test_equal_does_not_conflate_booleans_and_numbers() -> None:
         ("let", (1, 1), "`let` is a special form"),
         ("(get-field (list 1 2) 5)", (1, 23), "use an index from 0 to 1"),
         ('(get-field "s" "x")', (1, 16), "Cannot read field 'x' of the string 's'"),
-        ('(unwrap "s")', (1, 9), "`unwrap` takes a task's result"),
+        ('(unwrap "s")', (1, 9), "`unwrap` takes a task's or a workflow's result"),
     ],
 )
 def test_evaluation_errors_name_line_and_column(source: str, where: tuple[int, int], fragment: str) -> None:

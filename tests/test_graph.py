@@ -67,7 +67,7 @@ def test_the_summary_lists_inputs_reads_writes_and_next_steps() -> None:
     assert (
         "  4. revise: task revise_article\n"
         "     reads: state.article, state.rounds, state.score\n"
-        "     writes: article <- answer, rounds <- state.rounds + 1\n"
+        "     writes: article <- (the whole answer), rounds <- state.rounds + 1\n"
         "     max visits: 3\n"
         "     next: review\n"
     ) in summary

@@ -28,6 +28,7 @@ EXPECTED = [
     "SexpEvalError",
     "SexpSyntaxError",
     "SexpTaskFailedError",
+    "SexpWorkflowFailedError",
     "SourceLocation",
     "Step",
     "StepVisit",

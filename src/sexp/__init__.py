@@ -7,6 +7,6 @@ builtins of `functions` and `operators`, the control forms of `control` and the 
 `director`); and `loading` reads `.sexp` files for `TaskSystem.load`.
 """
 
-from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError
+from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError, SexpWorkflowFailedError
 
-__all__ = ["SexpEvalError", "SexpSyntaxError", "SexpTaskFailedError"]
+__all__ = ["SexpEvalError", "SexpSyntaxError", "SexpTaskFailedError", "SexpWorkflowFailedError"]

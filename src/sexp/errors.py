@@ -2,8 +2,9 @@
 
 A syntax error is a *usage* error (the source text is wrong; nothing ran). An evaluation error is
 raised while a script runs (an unbound name, a wrong argument, a missing field) and is its own
-`AtomTaskError`; `(unwrap r)` on a FAILED result raises `SexpTaskFailedError`, which carries the
-result. Every one of them names the file, line and column of the offending form.
+`AtomTaskError`; `(unwrap r)` on a FAILED result raises `SexpTaskFailedError` (a task's) or
+`SexpWorkflowFailedError` (a workflow run's), which carries the result. Every one of them names the
+file, line and column of the offending form.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from atomtask.system.errors import AtomTaskError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
     from atomtask.system.results import TaskResult
+    from atomtask.system.workflow_results import WorkflowResult
 
-__all__ = ["SexpEvalError", "SexpSyntaxError", "SexpTaskFailedError"]
+__all__ = ["SexpEvalError", "SexpSyntaxError", "SexpTaskFailedError", "SexpWorkflowFailedError"]
 
 
 class SexpSyntaxError(UsageError):
@@ -44,5 +46,17 @@ class SexpTaskFailedError(SexpEvalError):
     """
 
     def __init__(self, message: str, *, result: TaskResult[Any], location: SourceLocation | None = None) -> None:
+        self.result = result
+        super().__init__(message, location=location)
+
+
+class SexpWorkflowFailedError(SexpEvalError):
+    """`(unwrap r)` met a FAILED `WorkflowResult`; the whole run (error, state, step visits, usage) rides along.
+
+    Attributes:
+        result: the failed `WorkflowResult`.
+    """
+
+    def __init__(self, message: str, *, result: WorkflowResult[Any], location: SourceLocation | None = None) -> None:
         self.result = result
         super().__init__(message, location=location)

@@ -17,7 +17,11 @@ The language is small on purpose:
 - task calls with named, evaluated arguments: `(extract_contact (text "...") (locale "fr"))` runs
   `TaskSystem.execute` and gives its `TaskResult`. A name bound by `defatom`, or any template the
   system has registered (from YAML or Python too), can be called. An `Interpreter` made with
-  `model=` / `model_settings=` passes them to every task call (`TaskSystem.defatom(..., model=)`).
+  `model=` / `model_settings=` passes them to every task call (`TaskSystem.defatom(..., model=)`);
+- workflow calls, the same way: `(article_writer (topic "How tides work"))` runs
+  `TaskSystem.run_workflow` on those run inputs and gives its `WorkflowResult` (`unwrap` gives the final
+  state). Any registered workflow can be called (`defworkflow`, YAML, Python); the call's `model` and
+  `model_settings` apply too. A name that is both a template and a workflow calls the template.
 
 Every loop has a bound, and forms nest at most `MAX_EVAL_DEPTH` deep while they are evaluated (a
 function that calls itself without end stops there), so every script ends. Every error is a
@@ -45,10 +49,11 @@ from atomtask.sexp.functions import BUILTINS as CORE_BUILTINS
 from atomtask.sexp.functions import arity, truthy, value_name
 from atomtask.sexp.operators import OPERATORS
 from atomtask.sexp.reader import Literal, Node, SList, Symbol, read
-from atomtask.sexp.values import MISSING, Builtin, Closure, Environment, TaskFunction
+from atomtask.sexp.values import MISSING, Builtin, Closure, Environment, TaskFunction, WorkflowFunction
 from atomtask.system.errors import TemplateError, did_you_mean
 from atomtask.system.results import TaskResult
 from atomtask.system.templates import Template
+from atomtask.system.workflow_results import WorkflowResult
 from atomtask.system.workflows import Workflow
 
 if TYPE_CHECKING:
@@ -66,6 +71,14 @@ SPECIAL_FORMS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+class WorkflowNames(Protocol):
+    """The registered workflows, as a script sees them (a `WorkflowRegistry`)."""
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def names(self) -> list[str]: ...
+
+
 class ScriptHost(Protocol):
     """What a script runs against: a `TaskSystem`, seen through the things scripts use.
 
@@ -74,6 +87,9 @@ class ScriptHost(Protocol):
     """
 
     templates: TemplateRegistry
+
+    @property
+    def workflows(self) -> WorkflowNames: ...
 
     def execute(
         self,
@@ -88,12 +104,21 @@ class ScriptHost(Protocol):
 
     def register_workflow(self, workflow: Workflow, *, replace: bool = False) -> Workflow: ...
 
+    def run_workflow(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+    ) -> WorkflowResult[Any]: ...
+
 
 class Interpreter:
     """Evaluates source text against one `TaskSystem`; keeps the names of the templates it defined.
 
-    `model` and `model_settings` are passed to every task call the source makes (call-level: they win
-    over each template's model and go on top of its settings).
+    `model` and `model_settings` are passed to every task and workflow call the source makes (call-level:
+    they win over each template's model and go on top of its settings).
 
     Example:
         ```python
@@ -158,9 +183,14 @@ class Interpreter:
         if isinstance(callee, Builtin | Closure):
             return self._control.call(callee, [self.eval(arg, env) for arg in node.items[1:]], node)
         if isinstance(callee, TaskFunction):
-            return self._call_task(callee, node, env)
+            inputs = self._named_arguments("task", callee.name, node, env)
+            return self.system.execute(callee.name, inputs, model=self.model, model_settings=self.model_settings)
+        if isinstance(callee, WorkflowFunction):
+            inputs = self._named_arguments("workflow", callee.name, node, env)
+            return self.system.run_workflow(callee.name, inputs, model=self.model, model_settings=self.model_settings)
         raise SexpEvalError(
-            f"Cannot call {value_name(callee)} ({describe(head)}): only tasks, functions and builtins can be called. "
+            f"Cannot call {value_name(callee)} ({describe(head)}): only tasks, workflows, functions and builtins "
+            "can be called. "
             "Quote the list to make data: `'(a b)` or `(list a b)`.",
             location=node.location,
         )
@@ -169,14 +199,16 @@ class Interpreter:
         value = env.lookup(node.name)
         if value is not MISSING:
             return value
-        if node.name in self.system.templates:
+        if node.name in self.system.templates:  # before the workflows: a template wins a shared name
             return TaskFunction(node.name)
+        if node.name in self.system.workflows:
+            return WorkflowFunction(node.name)
         if node.name in self._special:
             raise SexpEvalError(
                 f"`{node.name}` is a special form; use it at the head of a list: `({node.name} ...)`.",
                 location=node.location,
             )
-        known = env.names() | set(self.system.templates.names())
+        known = env.names() | set(self.system.templates.names()) | set(self.system.workflows.names())
         raise SexpEvalError(
             f"Unbound symbol {node.name!r}.{did_you_mean(node.name, known)} Bind it with `let` or `define`, pass "
             f"it as an input (`-i {node.name}=...` or `variables=`), define a task with `defatom`, or write "
@@ -184,22 +216,22 @@ class Interpreter:
             location=node.location,
         )
 
-    # -- task calls ------------------------------------------------------------------------------
+    # -- task and workflow calls -----------------------------------------------------------------
 
-    def _call_task(self, task: TaskFunction, form: SList, env: Environment) -> TaskResult[Any]:
+    def _named_arguments(self, kind: str, callee: str, form: SList, env: Environment) -> dict[str, Any]:
+        """The evaluated `(param value)` arguments of a call to task or workflow `callee`."""
         inputs: dict[str, Any] = {}
         for arg in form.items[1:]:
             if not (isinstance(arg, SList) and len(arg.items) == 2 and isinstance(arg.items[0], Symbol)):
                 raise SexpEvalError(
-                    f"Arguments to task {task.name!r} are named: `({task.name} (param value) ...)`; found "
-                    f"{describe(arg)}.",
+                    f"Arguments to {kind} {callee!r} are named: `({callee} (param value) ...)`; found {describe(arg)}.",
                     location=arg.location,
                 )
             name = arg.items[0].name
             if name in inputs:
-                raise SexpEvalError(f"Argument {name!r} is given twice to task {task.name!r}.", location=arg.location)
+                raise SexpEvalError(f"Argument {name!r} is given twice to {kind} {callee!r}.", location=arg.location)
             inputs[name] = self.eval(arg.items[1], env)
-        return self.system.execute(task.name, inputs, model=self.model, model_settings=self.model_settings)
+        return inputs
 
     # -- special forms ---------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """The builtin functions every script can call (`BUILTINS`), and the value rules they share.
 
-`(list x...)`, `(not x)`, `(eq? a b)`, `(get-field value key...)` and `(unwrap result)`, with what
+`(list x...)`, `(not x)`, `(eq? a b)`, `(get-field value key...)` and `(unwrap result)` (a task's
+`TaskResult` gives its answer, a workflow's `WorkflowResult` its final state), with what
 the interpreter uses too: truthiness (`nil` and `false` are false), equality without `1 == True`,
 the arity check of a form, and how a value is named in error messages.
 """
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError
+from atomtask.sexp.errors import SexpEvalError, SexpTaskFailedError, SexpWorkflowFailedError
 from atomtask.sexp.forms import literal_text
 from atomtask.sexp.reader import Node, SList
-from atomtask.sexp.values import Builtin, TaskFunction
+from atomtask.sexp.values import Builtin, TaskFunction, WorkflowFunction
 from atomtask.system.errors import did_you_mean
 from atomtask.system.results import TaskResult
+from atomtask.system.workflow_results import WorkflowResult
 from pydantic import BaseModel
 
 __all__ = ["BUILTINS", "arity", "equal", "truthy", "value_name"]
@@ -95,7 +97,13 @@ def _field(value: Any, key: Any, path: list[str], node: Node) -> Any:
         if isinstance(key, str) and key in fields:
             return getattr(value, key)
         available = fields
-        owner = "TaskResult" if isinstance(value, TaskResult) else type(value).__name__
+        owner = (
+            "TaskResult"
+            if isinstance(value, TaskResult)
+            else "WorkflowResult"
+            if isinstance(value, WorkflowResult)
+            else type(value).__name__
+        )
     elif isinstance(value, dict):
         if isinstance(key, str | int) and not isinstance(key, bool) and key in value:
             return value[key]
@@ -135,15 +143,27 @@ def _key_text(key: Any) -> str:
 def _unwrap(args: list[Any], form: SList) -> Any:
     arity(form, 1, 1)
     result = args[0]
+    if isinstance(result, WorkflowResult):
+        if result.ok:
+            return result.state
+        raise SexpWorkflowFailedError(_workflow_failure(result), result=result, location=form.location)
     if not isinstance(result, TaskResult):
         raise SexpEvalError(
-            f"`unwrap` takes a task's result, got {value_name(result)}.", location=form.items[1].location
+            f"`unwrap` takes a task's or a workflow's result, got {value_name(result)}.",
+            location=form.items[1].location,
         )
     if result.ok:
         return result.parsedContent
     raise SexpTaskFailedError(
         f"Task {result.notes.template!r} failed ({_failure(result)}).", result=result, location=form.location
     )
+
+
+def _workflow_failure(result: WorkflowResult[Any]) -> str:
+    error = result.error
+    at = f" at step {error.step!r}" if error is not None and error.step else ""
+    detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
+    return f"Workflow {result.workflow!r} failed{at} ({detail})."
 
 
 def _is_literal(value: Any) -> bool:
@@ -164,7 +184,9 @@ def value_name(value: Any) -> str:
         return "a list"
     if isinstance(value, TaskResult):
         return f"a {value.status.value} TaskResult"
-    if isinstance(value, TaskFunction | Builtin):
+    if isinstance(value, WorkflowResult):
+        return f"a {value.status.value} WorkflowResult"
+    if isinstance(value, TaskFunction | WorkflowFunction | Builtin):
         return str(value)
     return f"a {type(value).__name__}"
 

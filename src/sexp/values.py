@@ -1,8 +1,8 @@
 """The values a script computes with that are not data, and the names that bind them.
 
-`TaskFunction` (what `defatom` binds and a template's name evaluates to), `Builtin` (a function of
-the language), `Closure` (what `lambda` makes) and `Environment`, the chain of frames that `let`
-and each function call open.
+`TaskFunction` (what `defatom` binds and a template's name evaluates to), `WorkflowFunction` (what
+a registered workflow's name evaluates to), `Builtin` (a function of the language), `Closure` (what
+`lambda` makes) and `Environment`, the chain of frames that `let` and each function call open.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import attrs
 from atomtask.sexp.reader import Node, SList
 from atomtask.system.errors import SourceLocation
 
-__all__ = ["MISSING", "Builtin", "Closure", "Environment", "TaskFunction"]
+__all__ = ["MISSING", "Builtin", "Closure", "Environment", "TaskFunction", "WorkflowFunction"]
 
 
 @attrs.frozen
@@ -25,6 +25,16 @@ class TaskFunction:
 
     def __str__(self) -> str:
         return f"<task {self.name}>"
+
+
+@attrs.frozen
+class WorkflowFunction:
+    """What a registered workflow's name evaluates to: calling it runs the workflow of that name."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"<workflow {self.name}>"
 
 
 @attrs.frozen
@@ -51,6 +61,11 @@ class Closure:
 
     def __str__(self) -> str:
         return f"<function {self.name}>" if self.name else f"<lambda at {self.location}>"
+
+    def signature(self) -> str:
+        """How a printed value shows it: `<function square (n)>`, or `<function (y)>` for a lambda."""
+        name = f" {self.name}" if self.name else ""
+        return f"<function{name} ({' '.join(self.params)})>"
 
     def label(self) -> str:
         """How messages name it: `function 'f'` or `lambda at file:line:col`."""

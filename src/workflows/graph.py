@@ -138,7 +138,7 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
     reads = sorted({r.ref.text for r in (*step.reads_entry, *step.reads_run, *step.reads_set, *step.reads_route)})
     if reads:
         lines.append(f"{inner}reads: {', '.join(reads)}")
-    writes = [f"{field} <- {'.'.join(parts) or 'answer'}" for field, parts in step.output_map]
+    writes = [f"{field} <- {'.'.join(parts) or '(the whole answer)'}" for field, parts in step.output_map]
     if declared.collect is not None:
         writes.append(f"{declared.collect} <- [answers]")
     writes += [f"{field} <- {expr.text}" for field, expr in step.sets]
