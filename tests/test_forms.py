@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from atomtask import SexpEvalError, SourceLocation, TemplateError
-from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, single
+from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, pairs, single
 from atomtask.sexp.reader import SList, read
 
 
@@ -56,3 +56,25 @@ def test_field_spec_is_the_yaml_field_mapping() -> None:
     """`(name type "description" (option value))` becomes `{name, type, description, option}`."""
     field = field_spec(node('(score int "The score" (default 0) (ge 0))'), "state", TemplateError)
     assert {"name": "score", "type": "int", "description": "The score", "default": 0, "ge": 0} == field
+
+
+def test_pairs_reads_both_spellings_and_refuses_a_repeated_name() -> None:
+    """`(k v) ...` and `((k v) ...)` give the same pairs; a name given twice is an error at its form."""
+    flat = [
+        (name, datum(value))
+        for name, value, _ in pairs(
+            node("(x (a 1) (b 2))").items[1:], "k", "t", TemplateError, noun="key", example="(k (a 1))"
+        )
+    ]
+    nested = [
+        (name, datum(value))
+        for name, value, _ in pairs(
+            node("(x ((a 1) (b 2)))").items[1:], "k", "t", TemplateError, noun="key", example="(k (a 1))"
+        )
+    ]
+    assert [("a", 1), ("b", 2)] == flat == nested
+
+    with pytest.raises(TemplateError) as raised:
+        pairs(node("(x (a 1) (a 2))").items[1:], "k", "t", TemplateError, noun="key", example="(k (a 1))")
+    assert "'a' is repeated in `k` of t; give it once." == raised.value.message
+    assert (1, 10) == (raised.value.location.line, raised.value.location.column)  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ import pydantic_core
 from atomtask.system.templates import Placeholder
 from pydantic import BaseModel
 
-__all__ = ["RenderError", "render"]
+__all__ = ["RenderError", "format_value", "render"]
 
 
 class RenderError(Exception):
@@ -39,7 +39,7 @@ def render(text: str, placeholders: Sequence[Placeholder], values: Mapping[str, 
     cursor = 0
     for ph in placeholders:
         pieces.append(text[cursor : ph.start])
-        pieces.append(_format(_lookup(ph, values[ph.param])))
+        pieces.append(format_value(_lookup(ph, values[ph.param])))
         cursor = ph.end
     pieces.append(text[cursor:])
     return "".join(pieces)
@@ -61,7 +61,8 @@ def _lookup(ph: Placeholder, value: Any) -> Any:
     return value
 
 
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A value as it is inserted into text: a string as it is, a model or anything else as JSON (never a repr)."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):

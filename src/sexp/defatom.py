@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 from atomtask.schemas.declarations import SchemaDef
-from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, single, spec
+from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, pairs, single, spec
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError
 from atomtask.system.templates import Template, TemplateLimits, TextOrigin
@@ -114,20 +114,10 @@ def template_from_form(form: SList) -> Template:
 
 def _model_settings(args: Sequence[Node], label: str, origins: dict[str, TextOrigin]) -> dict[str, Any]:
     """`((temperature 0) (max_tokens 500))` or `(temperature 0) (max_tokens 500)`; keys are checked at registration."""
-    if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
-        args = args[0].items
     settings: dict[str, Any] = {}
-    for entry in args:
-        if not (isinstance(entry, SList) and len(entry.items) == 2 and isinstance(entry.items[0], Symbol)):
-            raise TemplateError(
-                f"`model_settings` of {label} is a list of `(key value)` pairs, like "
-                f"`(model_settings ((temperature 0) (max_tokens 500)))`; found {describe(entry)}.",
-                location=entry.location,
-            )
-        key = entry.items[0].name
-        if key in settings:
-            raise TemplateError(f"Model setting {key!r} is repeated in {label}; give it once.", location=entry.location)
-        settings[key] = datum(entry.items[1])
+    example = "(model_settings ((temperature 0) (max_tokens 500)))"
+    for key, value, entry in pairs(args, "model_settings", label, TemplateError, noun="key", example=example):
+        settings[key] = datum(value)
         origins[f"model_settings.{key}"] = TextOrigin(location=entry.location)
     return settings
 

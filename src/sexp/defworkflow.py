@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, literal_text, single
+from atomtask.sexp.forms import pairs as pair_forms
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
 from atomtask.system.errors import SourceLocation
 from atomtask.system.templates import TemplateLimits
@@ -261,21 +262,10 @@ class _Reader:
         self, args: Sequence[Node], path: str, label: str, key: str, read: Callable[[Node], Any]
     ) -> dict[str, Any]:
         """`(name value) ...` (or `((name value) ...)`) as a mapping, each value read by `read`."""
-        if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
-            args = args[0].items
         found: dict[str, Any] = {}
-        for entry in args:
-            if not (isinstance(entry, SList) and len(entry.items) == 2 and isinstance(entry.items[0], Symbol)):
-                raise _Error(
-                    f"`{key}` of {label} is a list of `(name value)` pairs, like `({key} (topic ...))`; found "
-                    f"{describe(entry)}.",
-                    location=entry.location,
-                )
-            name = entry.items[0].name
-            if name in found:
-                raise _Error(f"{name!r} is given twice in `{key}` of {label}.", location=entry.location)
-            found[name] = read(entry.items[1])
-            self.note(f"{path}.{name}", entry.items[1])
+        for name, value, _ in pair_forms(args, key, label, _Error, noun="name", example=f"({key} (topic ...))"):
+            found[name] = read(value)
+            self.note(f"{path}.{name}", value)
         return found
 
     def name_of(self, node: Node, key: str, label: str) -> str:

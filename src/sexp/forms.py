@@ -27,6 +27,7 @@ __all__ = [
     "entries",
     "field_spec",
     "literal_text",
+    "pairs",
     "single",
     "spec",
 ]
@@ -102,6 +103,29 @@ def entries(args: Sequence[Node], valid: Sequence[str], label: str, error: Error
     if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
         args = args[0].items
     return clauses(args, valid, label, error, what="key")
+
+
+def pairs(
+    args: Sequence[Node], key: str, label: str, error: ErrorClass, *, noun: str, example: str
+) -> list[tuple[str, Node, SList]]:
+    """`(name value) ...` or `((name value) ...)`: each pair's name, value node and form, in order.
+
+    A form that is not a `(name value)` pair, or a name given twice, raises `error` at that form.
+    """
+    if len(args) == 1 and isinstance(args[0], SList) and args[0].items and isinstance(args[0].items[0], SList):
+        args = args[0].items
+    found: list[tuple[str, Node, SList]] = []
+    for entry in args:
+        if not (isinstance(entry, SList) and len(entry.items) == 2 and isinstance(entry.items[0], Symbol)):
+            raise error(
+                f"`{key}` of {label} is a list of `({noun} value)` pairs, like `{example}`; found {describe(entry)}.",
+                location=entry.location,
+            )
+        name = entry.items[0].name
+        if any(name == seen for seen, _, _ in found):
+            raise error(f"{name!r} is repeated in `{key}` of {label}; give it once.", location=entry.location)
+        found.append((name, entry.items[1], entry))
+    return found
 
 
 def single(args: Sequence[Node], clause: SList, label: str, error: ErrorClass) -> Node:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import attrs
-import pydantic_core
+from atomtask.executors.rendering import format_value
 from atomtask.system.errors import did_you_mean
 from atomtask.system.templates import find_placeholders
 from atomtask.system.workflow_errors import WorkflowExpressionError
@@ -65,7 +65,7 @@ class Value:
             cursor = 0
             for ref, (start, end) in zip(self.refs, self.spans, strict=True):
                 pieces.append(self.raw[cursor:start])
-                pieces.append(_format(read_path(env[ref.root], ref.parts, ref.root)))
+                pieces.append(format_value(read_path(env[ref.root], ref.parts, ref.root)))
                 cursor = end
             pieces.append(self.raw[cursor:])
             return "".join(pieces)
@@ -118,14 +118,6 @@ def _error(message: str, offset: int) -> WorkflowExpressionError:
     error = WorkflowExpressionError(message)
     error.offset = offset
     return error
-
-
-def _format(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return pydantic_core.to_json(value).decode()
 
 
 def to_plain(value: Any) -> Any:
