@@ -27,9 +27,11 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpora" / "json-schema-test-suite"
 REMOTES_BASE = "http://localhost:1234/"
 
-# Format assertion is on by design (issue 7: "users who declare a format mean it"), so the tests of
-# the default *annotation* behaviour in `format.json` are expected to disagree: they are reported
-# apart and the same strings are judged by `optional/format/*.json`, which assume assertion.
+# Format assertion is on by design for every format with a checker (issue 7: "users who declare a
+# format mean it"), so the tests of the default *annotation* behaviour in `format.json` are expected
+# to disagree: they are reported apart and the same strings are judged by `optional/format/*.json`,
+# which assume assertion. A format nothing checks is an annotation, as JSON Schema says (issue 12):
+# `optional/format/unknown.json` agrees.
 ANNOTATION_ONLY = "only an annotation by default"
 
 

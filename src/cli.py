@@ -2,7 +2,7 @@
 
 This module is the entry point: it parses the arguments (`cli_args`), configures log output
 (`cli_logging`), dispatches to the commands (`cli_commands`, which runs `workflow_cli/` too,
-`memory/cli.py`, `lint/cli.py`) and
+`memory/cli.py`, `lint/cli.py`, `template_tests/cli.py`) and
 turns whatever goes wrong into one line on stderr and an exit status, never a traceback:
 
 - 0 success; 1 the task (or workflow) ran and FAILED; 2 the command could not run (usage errors,
@@ -108,6 +108,12 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO 
         return cli_commands.show(args, out)
     if args.command == "workflow":
         return cli_commands.workflow(args, out, err, stdin)
+    if args.command == "cache":
+        return cli_commands.cache(args, out)
+    if args.command == "batch":
+        return cli_commands.batch(args, out, err, stdin)
+    if args.command == "worker":
+        return cli_commands.worker(args, err)
     if args.command == "memory":
         from atomtask.memory.cli import run_memory
 
@@ -116,6 +122,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO 
         from atomtask.lint.cli import run as check
 
         return check(args, out, err)
+    if args.command == "test":
+        from atomtask.template_tests.cli import run as test
+
+        return test(args, out, err)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse only allows the above
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from atomtask.cli_stream import with_stream
+
 __all__ = ["MODEL_ENV", "build_parser", "check_model_flags", "log_options", "model_settings", "parse_inputs"]
 
 MODEL_ENV = "ATOMTASK_MODEL"
@@ -129,6 +131,30 @@ def _with_settings(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _with_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        help="serve repeated calls from the response cache ($ATOMTASK_HOME/cache.sqlite3), or never "
+        "(--no-cache), over every template's `cache:` (default: as each template says; off where it is silent)",
+    )
+
+
+def _with_cache_command(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`atomtask cache stats|clear [--template NAME]`."""
+    cache = sub.add_parser("cache", help="show or clear the response cache of validated answers")
+    actions = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    for action, text in (
+        ("stats", "entries, hits and the tokens the hits saved, in all and per template"),
+        ("clear", "remove the stored answers (of one template with --template)"),
+    ):
+        p = actions.add_parser(action, parents=[common], help=text)
+        p.add_argument("--template", metavar="NAME", help="only this template's answers")
+        p.add_argument("--db", metavar="FILE", help="the cache file (default: $ATOMTASK_HOME/cache.sqlite3)")
+        if action == "stats":
+            p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
 def _with_limits(group: argparse._ArgumentGroup, scope: str) -> None:
     group.add_argument("--max-requests", type=int, metavar="N", help=f"at most N model requests ({scope})")
     group.add_argument("--max-total-tokens", type=int, metavar="N", help=f"at most N tokens in total ({scope})")
@@ -136,7 +162,7 @@ def _with_limits(group: argparse._ArgumentGroup, scope: str) -> None:
 
 
 def _with_workflow(sub: Any, common: argparse.ArgumentParser) -> None:
-    """`atomtask workflow run|show|graph|list` (the commands are `atomtask.workflow_cli`)."""
+    """`atomtask workflow run|resume|runs|show|graph|list` (the commands are `atomtask.workflow_cli`)."""
     workflow = sub.add_parser(
         "workflow", help="run a workflow, or show its steps and data flow", description=_WORKFLOW_HELP
     )
@@ -153,14 +179,21 @@ def _with_workflow(sub: Any, common: argparse.ArgumentParser) -> None:
     _with_output(run)
     _with_settings(run)
     _with_limits(run.add_argument_group("limits (tighten the workflow's own)"), "across every step")
+    _with_cache(run)
     _with_templates(run)
+    from atomtask.workflow_cli.arguments import add_db, add_durable_arguments  # argparse only: light
+
+    add_durable_arguments(
+        actions, common, run, epilog=_WORKFLOW_EPILOG, with_output=_with_output, with_templates=_with_templates
+    )
     for action, text in (
-        ("show", "print a workflow's steps, what each reads and writes, its run inputs and routes"),
+        ("show", "print a workflow's steps and data flow; given a run id, the run's state after each step"),
         ("graph", "print a workflow as a Mermaid flowchart (GitHub renders it in a ```mermaid block)"),
     ):
         shown = actions.add_parser(action, parents=[common], help=text)
-        shown.add_argument("name", help="workflow name")
+        shown.add_argument("name", help="workflow name (for `show`, or a run id)")
         _with_templates(shown)
+        add_db(shown)
     _with_templates(actions.add_parser("list", parents=[common], help="list the registered workflows"))
 
 
@@ -169,7 +202,7 @@ def _with_output(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: global options, then `run`, `eval`, `list`, `show`, `workflow`, `memory`, `check`."""
+    """The command line: global options, then `run`, `eval`, `list`, `show`, `workflow`, `cache`, `memory`, `check`."""
     parser = argparse.ArgumentParser(
         prog="atomtask",
         description="Run atomic LLM tasks with typed, validated output.",
@@ -191,8 +224,16 @@ def build_parser() -> argparse.ArgumentParser:
     _with_settings(run)
     limits = run.add_argument_group("retries and limits")
     limits.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
-    limits.add_argument("--no-repair", action="store_true", help="do not repair malformed output locally")
+    limits.add_argument(
+        "--repair",
+        choices=("safe", "lenient", "off"),
+        help="repair invalid output locally: `safe` fixes syntax only (the template's default unless it says "
+        "otherwise), `lenient` also reads values toward the schema, `off` re-asks",
+    )
+    limits.add_argument("--no-repair", dest="repair", action="store_const", const="off", help="same as `--repair off`")
     _with_limits(limits, "all attempts")
+    _with_cache(run)
+    with_stream(run)
     _with_templates(run)
 
     ev = sub.add_parser(
@@ -208,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     _with_inputs_and_model(ev, "bind a variable")
     _with_output(ev)
     _with_settings(ev)
+    _with_cache(ev)
     _with_templates(ev)
 
     lst = sub.add_parser("list", parents=[common], help="list the registered templates")
@@ -221,6 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     _with_templates(show)
 
     _with_workflow(sub, common)
+    _with_cache_command(sub, common)
+    from atomtask.batch.arguments import add_batch_parser, add_worker_parser  # argparse only: light
+
+    add_batch_parser(sub, common, with_templates=_with_templates)
+    add_worker_parser(sub, common, with_templates=_with_templates)
 
     from atomtask.memory.cli import add_memory_parser
 
@@ -230,6 +277,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     check_arguments(
         sub.add_parser("check", parents=[common], help="check templates and schemas without calling any model")
+    )
+    from atomtask.template_tests import cli as test_cli  # argparse only: light
+
+    test_cli.add_arguments(
+        sub.add_parser(
+            "test",
+            parents=[common],
+            help="replay the recorded answers of template cases (NAME.cases.yaml) offline and check them",
+            description=test_cli.DESCRIPTION,
+            epilog=test_cli.EPILOG,
+        )
     )
     return parser
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from atomtask.cli_args import check_model_flags, model_settings, parse_inputs
+from atomtask.cli_stream import is_terminal, run_streamed
 
 if TYPE_CHECKING:
     from atomtask.system.results import TaskResult
@@ -26,11 +27,14 @@ __all__ = [
     "EXIT_OK",
     "EXIT_TASK_FAILED",
     "EXIT_USAGE",
+    "batch",
+    "cache",
     "eval_script",
     "exit_status",
     "list_templates",
     "run",
     "show",
+    "worker",
     "workflow",
     "workflow_exit_status",
 ]
@@ -84,7 +88,7 @@ def _system(args: argparse.Namespace) -> TaskSystem:
     if not paths:
         local = Path("templates")
         paths = [local if local.is_dir() else bundled_templates_path()]
-    return TaskSystem(templates=paths, base_url=getattr(args, "base_url", None))
+    return TaskSystem(templates=paths, base_url=getattr(args, "base_url", None), cache=getattr(args, "cache", None))
 
 
 def _check_output_path(args: argparse.Namespace) -> None:
@@ -116,15 +120,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     settings = model_settings(args)
     system = _system(args)
     limits = _limits(args)
-    result = system.execute(
-        args.name,
-        inputs,
-        model=args.model,
-        model_settings=settings,
-        retries=args.retries,
-        limits=limits or None,
-        repair=False if args.no_repair else None,
-    )
+    options: dict[str, Any] = {"model": args.model, "model_settings": settings, "retries": args.retries}
+    options |= {"limits": limits or None, "repair": args.repair}
+    if getattr(args, "stream", False):
+        live = is_terminal(err) and not args.quiet
+        result = run_streamed(system, args.name, inputs, err, live=live, **options)
+    else:
+        result = system.execute(args.name, inputs, **options)
     status = exit_status(result)
     if status != EXIT_USAGE and not args.quiet:
         _report(result, err)
@@ -152,6 +154,8 @@ def _output_json(value: Any) -> str:
 
 def _status_line(result: TaskResult[Any]) -> str:
     notes = result.notes
+    if notes.cached:
+        return f"atomtask: {notes.template} {result.status.value} from the cache ({notes.model or '-'}, 0 tokens)"
     attempts = len(notes.attempts)
     tokens = notes.usage.total_tokens
     repaired = sum(1 for a in notes.attempts if a.repairs)
@@ -288,33 +292,31 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
-    """`atomtask workflow run|show|graph|list` (the actions are `atomtask.workflow_cli.cli`)."""
+    """`atomtask workflow run|resume|runs|show|graph|list` (the actions are `atomtask.workflow_cli.cli`)."""
     from atomtask.workflow_cli import cli as actions
 
-    if args.workflow_command != "run":
+    if args.workflow_command not in ("run", "resume"):
         system = _system(args)
         if args.workflow_command == "list":
             actions.list_workflows(system, out)
+        elif args.workflow_command == "runs":
+            actions.list_runs(system, out, db=args.db)
+        elif args.workflow_command == "approve":
+            actions.approve(system, args.run_id, reject=args.reject, note=args.note, db=args.db, out=out)
         elif args.workflow_command == "show":
-            actions.show(system, args.name, out)
+            actions.show(system, args.name, out, db=args.db)
         else:
             actions.graph(system, args.name, out)
         return EXIT_OK
     check_model_flags(args.model)
     _check_output_path(args)
     inputs = parse_inputs(args.input, stdin)
-    settings = model_settings(args)
-    system = _system(args)
-    result = actions.run(
-        system,
-        args.name,
-        inputs,
-        model=args.model,
-        model_settings=settings,
-        limits=_limits(args),
-        err=err,
-        quiet=args.quiet,
-    )
+    options: dict[str, Any] = {"model": args.model, "err": err, "quiet": args.quiet, "db": args.db}
+    if args.workflow_command == "resume":  # its inputs: the `redact: true` fields, given again
+        result = actions.resume(_system(args), args.run_id, inputs=inputs, **options)
+    else:
+        options.update(model_settings=model_settings(args), limits=_limits(args), run_id=args.run_id)
+        result = actions.run(_system(args), args.name, inputs, **options)
     status = workflow_exit_status(result)
     if status != EXIT_USAGE and not args.quiet:
         print(actions.status_line(result), file=err)
@@ -325,3 +327,58 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
     if result.error is not None:
         print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
     return status
+
+
+def batch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+    """`atomtask batch NAME --input FILE|-`: one JSON line per item (the command is `atomtask.batch.command`)."""
+    from atomtask.batch.command import prepare, run_command
+
+    args = prepare(args)  # `--resume BATCH_ID` fills in the recorded arguments, templates included
+    check_model_flags(args.model)
+    settings = model_settings(args)
+    return run_command(_system(args), args, out, err, stdin, model_settings=settings)
+
+
+def worker(args: argparse.Namespace, err: TextIO) -> int:
+    """`atomtask worker --db URL`: run the items `atomtask batch --engine dbos` queues (see `batch.dbos_worker`)."""
+    from atomtask.batch.dbos_worker import run_worker
+    from atomtask.runs.engine import store_url
+
+    def make_host(base_url: str | None) -> TaskSystem:
+        args.base_url = base_url  # the submitter's endpoint, over the worker's templates
+        return _system(args)
+
+    options = {"queue": args.queue or "atomtask-batch", "lease": args.lease, "err": err, "quiet": args.quiet}
+    return run_worker(make_host, store_url(args.db), concurrency=args.concurrency, **options)
+
+
+def cache(args: argparse.Namespace, out: TextIO) -> int:
+    """`atomtask cache stats|clear [--template NAME] [--db FILE]`: the response cache's figures, or emptying it."""
+    from atomtask.executors.cache_store import ResponseCache, default_cache_path
+
+    path = Path(args.db) if args.db else default_cache_path()
+    if not path.exists():  # never create a cache file only to report that it is empty
+        print(f"atomtask: no response cache at {str(path)!r}", file=out)
+        return EXIT_OK
+    store = ResponseCache(path)
+    try:
+        if args.cache_command == "clear":
+            removed = store.clear(args.template)
+            scope = f" of template {args.template!r}" if args.template else ""
+            print(f"atomtask: removed {removed} cached answer{'s' if removed != 1 else ''}{scope}", file=out)
+            return EXIT_OK
+        stats = store.stats(args.template)
+    finally:
+        store.close()
+    if args.json:
+        import attrs
+
+        print(json.dumps(attrs.asdict(stats), indent=2), file=out)
+        return EXIT_OK
+    print(f"{stats.path} ({stats.size_bytes / 1024:.1f} KiB)", file=out)
+    rows = [("", stats.entries, stats.hits, stats.saved_tokens)]
+    rows += [(f"  {t.template}\t", t.entries, t.hits, t.saved_tokens) for t in stats.templates]
+    for label, entries, hits, saved in rows:
+        plural = ("y" if entries == 1 else "ies", "" if hits == 1 else "s")
+        print(f"{label}{entries} entr{plural[0]}, {hits} hit{plural[1]}, {saved} tokens saved", file=out)
+    return EXIT_OK

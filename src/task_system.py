@@ -7,12 +7,14 @@ workflows does not import pydantic-ai.
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from atomtask.executors.caching import CacheChoice, CacheConfig
 from atomtask.handlers.base import BaseHandler
 from atomtask.loading.declarations import Declarations
 from atomtask.loading.model_settings import check_model_settings
@@ -22,17 +24,21 @@ from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.schemas.builtins import register_builtin_schemas
 from atomtask.schemas.fields import build_models
 from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.system.batch_results import BatchItemResult
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import TaskResult
 from atomtask.system.retry_policy import ProviderRetries
-from atomtask.system.templates import Template, TemplateLimits
-from atomtask.system.workflow_results import StepVisit, WorkflowResult
+from atomtask.system.templates import RepairMode, Template, TemplateLimits
+from atomtask.system.tracing import TraceSettings, trace_settings
 from atomtask.system.workflows import Workflow
+from atomtask.task_workflows import WorkflowRuns
 from atomtask.workflows.registry import WorkflowRegistry
-from pydantic import BaseModel
 
 if TYPE_CHECKING:
+    from atomtask.batch.engine import BatchRun
     from atomtask.executors.atomic import AtomicTaskExecutor
+    from atomtask.executors.cache_store import ResponseCache
+    from atomtask.executors.streaming import TaskStream
     from atomtask.handlers.llm import LLMInteractionManager
     from atomtask.workflows.runner import WorkflowRunner
     from pydantic_ai.models import Model
@@ -41,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["TaskSystem", "bundled_templates_path"]
 
 T = TypeVar("T")
-S = TypeVar("S", bound=BaseModel)
 
 
 def bundled_templates_path() -> Path:
@@ -49,7 +54,7 @@ def bundled_templates_path() -> Path:
     return Path(str(resources.files("atomtask.bundled_templates")))
 
 
-class TaskSystem:
+class TaskSystem(WorkflowRuns):
     """One model registry, one template registry, one workflow registry, a handler, a manager and an executor.
 
     Example:
@@ -70,6 +75,14 @@ class TaskSystem:
         importable: packages whose Pydantic classes templates may name by import path
             (`schema: {python: "myapp.schemas:Contact"}`); any other module is refused, never imported.
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
+        cache: True or False turns the response cache on or off for every call, over each template's `cache:`
+            (a call's `cache=` still wins); None (the default) leaves it to the templates: off where they are silent.
+            Anything else (`"no"`, `1`) raises `ConfigurationError`.
+        cache_path: the cache's SQLite file (str or PathLike), `":memory:"` or a `ResponseCache` (default
+            `$ATOMTASK_HOME/cache.sqlite3`); anything else (`123`) raises `ConfigurationError`.
+        instrument: OpenTelemetry spans for every task, workflow run and step, with pydantic-ai's nested inside:
+            True (the global tracer provider), a `TraceSettings` (a tracer provider, `include_content`), or
+            False; None (the default) reads `ATOMTASK_OTEL=1`. Prompt and output text only with `include_content`.
     """
 
     def __init__(
@@ -81,6 +94,9 @@ class TaskSystem:
         model_settings: ModelSettings | None = None,
         importable: Iterable[str] = (),
         provider_retries: ProviderRetries | None = None,
+        cache: bool | None = None,
+        cache_path: str | Path | ResponseCache | None = None,
+        instrument: bool | TraceSettings | None = None,
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
@@ -93,6 +109,8 @@ class TaskSystem:
         self.handler = BaseHandler(
             model=model, base_url=base_url, model_settings=model_settings, provider_retries=provider_retries
         )
+        self._cache = CacheConfig(cache, cache_path)  # a given path is opened (and checked) now
+        self._trace = trace_settings(instrument, os.environ)  # None: off, and OpenTelemetry is never imported
         self._executor: AtomicTaskExecutor | None = None
         self._runner: WorkflowRunner | None = None
         self._parts_lock = threading.Lock()
@@ -113,7 +131,14 @@ class TaskSystem:
                     from atomtask.executors.atomic import AtomicTaskExecutor
                     from atomtask.handlers.llm import LLMInteractionManager
 
-                    self._executor = AtomicTaskExecutor(self.templates, LLMInteractionManager(self.handler))
+                    tracing = None
+                    if self._trace is not None:
+                        from atomtask.handlers.tracing_spans import Tracing
+
+                        tracing = Tracing(self._trace)
+                    self._executor = AtomicTaskExecutor(
+                        self.templates, LLMInteractionManager(self.handler, tracing), self._cache
+                    )
         return self._executor
 
     @property
@@ -208,8 +233,9 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -222,8 +248,9 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -235,8 +262,9 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task and return its `TaskResult`; a failed task is a FAILED result, not an exception.
@@ -244,16 +272,18 @@ class TaskSystem:
         `expect=Cls` types the result as `TaskResult[Cls]` and fails (configuration_error) when the
         template's declared output is not a `Cls`. `model=` wins over the template's model and its
         fallbacks. `retries=` overrides the template's output retries, `limits=` tightens its limits
-        (across all attempts and fallbacks), `repair=False` turns local output repair off for this call.
+        (across all attempts and fallbacks), `repair=` sets the repair mode for this call (`"safe"`, `"lenient"`,
+        or `"off"`; `False` is `"off"`).
         `model_settings=` (pydantic-ai `ModelSettings`: `temperature`, `max_tokens`, `seed`, ...) go on
         top of the template's and the TaskSystem's, key by key; an unknown key or a value of the wrong
-        type fails the call with `configuration_error`.
+        type fails the call with `configuration_error`. `cache=` (True, False, `{"ttl": "1h"}`) wins over the
+        template's `cache:`; a hit returns the stored answer with `notes.cached` and zero usage.
 
         Called where an event loop is already running (Jupyter, an async web handler), the task runs
         on a worker thread while the caller waits; `await execute_async(...)` avoids blocking the loop.
         """
         options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
-        options["model_settings"] = model_settings
+        options |= {"model_settings": model_settings, "cache": cache}
         return self.executor.execute(name_or_request, inputs, expect=expect, **options)
 
     @overload
@@ -265,8 +295,9 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -279,8 +310,9 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -292,107 +324,71 @@ class TaskSystem:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
         options: dict[str, Any] = {"model": model, "retries": retries, "limits": limits, "repair": repair}
-        options["model_settings"] = model_settings
+        options |= {"model_settings": model_settings, "cache": cache}
         return await self.executor.execute_async(name_or_request, inputs, expect=expect, **options)
 
     @overload
-    def run_workflow(
+    def execute_stream(
         self,
-        name: str,
+        name_or_request: str | SubtaskRequest,
         inputs: Mapping[str, Any] | None = None,
         *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: None = None,
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[Any]: ...
+        **kw: Any,
+    ) -> TaskStream[Any]: ...
 
     @overload
-    def run_workflow(
+    def execute_stream(
         self,
-        name: str,
+        name_or_request: str | SubtaskRequest,
         inputs: Mapping[str, Any] | None = None,
         *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
-        expect: type[S],
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[S]: ...
+        expect: type[T],
+        **kw: Any,
+    ) -> TaskStream[T]: ...
 
-    def run_workflow(
-        self,
-        name: str,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
-        expect: type[BaseModel] | None = None,
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[Any]:
-        """Run workflow `name` on `inputs` (its run inputs); a run that failed is a FAILED result, not an exception.
+    def execute_stream(
+        self, name_or_request: str | SubtaskRequest, inputs: Mapping[str, Any] | None = None, **options: Any
+    ) -> TaskStream[Any]:
+        """`execute_async`, streamed: `async for partial in stream` (`PartialOutput[T]`), `await stream.get_result()`.
 
-        `model=` wins over every model the workflow, its steps and tasks name (not over `retry_with`);
-        `model_settings=` go on top of every step's, the workflow's and each task's, key by key;
-        `limits=` tighten the workflow's `limits` (which hold across all steps); `expect=Cls` types
-        the result as `WorkflowResult[Cls]`; `on_visit` gets each top-level `StepVisit` as it ends.
-        Raises before any call: `WorkflowNotFoundError` ("did you mean"), `ConfigurationError` (a bad
-        model, setting, limit or `expect=`); inputs that do not fit the state are a FAILED result.
-        Works inside a running event loop too, as `execute` does.
+        Options as `execute_async`, plus `debounce_by` (seconds between partials; None: every chunk). The
+        result has `execute`'s ledger; repair and retries apply to the final answer (`executors.streaming`).
         """
+        from atomtask.executors.streaming import stream_task
+
+        return stream_task(self.executor, name_or_request, inputs, **options)
+
+    def batch(self, name: str, items: Iterable[Mapping[str, Any]], **options: Any) -> BatchRun:
+        """Run template or workflow `name` over `items` (mappings of inputs): an async iterator of `BatchItemResult`s.
+
+        Results come in completion order (`result.index` is the item's position). Options: `model`,
+        `model_settings`, `concurrency` (default 8), `rpm`, `tpm` (per minute), `max_cost`, `max_tokens`
+        (stop taking items once reached), `id_field` (default `"id"`), `batch_id` with `db` (record every
+        finished item; a later run with the same id yields those as they were, `resumed=True`, and runs
+        only the rest), `retry_failed`. A 429 from the provider pauses every worker for its `Retry-After`.
+        The returned `BatchRun` keeps the counts (`done`, `failed`, `failed_by`, `spent`, `stopped`).
+
+        Example:
+            ```python
+            async for item in system.batch("extract_contact", [{"text": t} for t in texts], concurrency=32):
+                print(item.id, item.status, item.output)
+            ```
+        """
+        from atomtask.batch.api import start_batch
+
+        return start_batch(self, name, items, **options)
+
+    def batch_sync(self, name: str, items: Iterable[Mapping[str, Any]], **options: Any) -> list[BatchItemResult]:
+        """The sync form of `batch`: every `BatchItemResult`, in completion order (sort by `index` for input order)."""
+        from atomtask.batch.api import collect
         from atomtask.handlers.blocking import run_blocking
 
-        options: dict[str, Any] = {"model": model, "model_settings": model_settings, "limits": limits}
-        return run_blocking(self.run_workflow_async(name, inputs, expect=expect, on_visit=on_visit, **options))
-
-    @overload
-    async def run_workflow_async(
-        self,
-        name: str,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
-        expect: None = None,
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[Any]: ...
-
-    @overload
-    async def run_workflow_async(
-        self,
-        name: str,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
-        expect: type[S],
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[S]: ...
-
-    async def run_workflow_async(
-        self,
-        name: str,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        model: Model | str | None = None,
-        model_settings: Mapping[str, Any] | None = None,
-        limits: TemplateLimits | Mapping[str, Any] | None = None,
-        expect: type[BaseModel] | None = None,
-        on_visit: Callable[[StepVisit], None] | None = None,
-    ) -> WorkflowResult[Any]:
-        """The async form of `run_workflow` (each step runs with pydantic-ai `Agent.run`)."""
-        compiled = self.workflows.compiled(name)
-        if isinstance(model, str):
-            check_model_string(model, where="`run_workflow(model=...)`")
-        options: dict[str, Any] = {"model": model, "model_settings": model_settings, "limits": limits}
-        return await self.runner.run_async(compiled, inputs, expect=expect, on_visit=on_visit, **options)
+        return run_blocking(collect(self.batch(name, items, **options)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,12 @@ from pydantic_ai import models
 models.ALLOW_MODEL_REQUESTS = False
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Durable workflow runs keep their store under $ATOMTASK_HOME: one throwaway folder per test session, never
+# the developer's own (a test that needs a store of its own passes `--db` / `db=`).
+os.environ["ATOMTASK_HOME"] = tempfile.mkdtemp(prefix="atomtask-home-")
+# `atomtask check` keeps its cache under $ATOMTASK_CACHE_DIR: likewise never the developer's own.
+os.environ["ATOMTASK_CACHE_DIR"] = tempfile.mkdtemp(prefix="atomtask-cache-")
 TEMPLATES = REPO / "templates"
 
 
@@ -26,6 +34,8 @@ def _clean_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
+        "ATOMTASK_OTEL",
+        "ATOMTASK_OTEL_CONTENT",
     ):
         monkeypatch.delenv(name, raising=False)
 

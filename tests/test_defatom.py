@@ -19,6 +19,7 @@ from atomtask import (
 from atomtask.loading.yaml_files import load_yaml_text
 from atomtask.sexp.defatom import TEMPLATE_CLAUSES, StringOrigin, schema_from_form, template_from_form
 from atomtask.sexp.reader import SList, read
+from atomtask.system.cache_policy import CachePolicy
 
 from tests.helpers import Recorder
 
@@ -282,4 +283,35 @@ def test_malformed_defschema_forms_are_schema_errors(source: str, where: tuple[i
     with pytest.raises(SchemaError) as info:
         TaskSystem().defatom(source, file="t.sexp")
     assert loc(*where) == info.value.location
+    assert fragment in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("(cache true)", CachePolicy()),
+        ("(cache false)", CachePolicy(enabled=False)),
+        ('(cache ((ttl "1h")))', CachePolicy(ttl="1h")),
+        ("(cache (ttl 90))", CachePolicy(ttl=90)),
+    ],
+)
+def test_the_cache_clause_reads_like_yaml(clause: str, expected: CachePolicy) -> None:
+    """`(cache true)`, `(cache false)`, `(cache ((ttl "1h")))`: the same `CachePolicy` as `cache:` in YAML."""
+    system = TaskSystem()
+    system.defatom(f'(defatom t (instructions "x") {clause})')
+    assert expected == system.templates.get("t").cache
+
+
+@pytest.mark.parametrize(
+    ("clause", "fragment"),
+    [
+        ("(cache (tll 90))", "Unknown key 'tll' in `cache` of defatom 't'. Did you mean 'ttl'?"),
+        ('(cache "soon")', "'soon' is not a cache setting; write `true`, `false` or `{ttl: 1h}`"),
+        ('(cache (ttl "x"))', "`cache.ttl`: 'x' is not a duration"),
+    ],
+)
+def test_a_bad_cache_clause_is_a_template_error(clause: str, fragment: str) -> None:
+    """A misspelt key, a string, a bad TTL: each a TemplateError saying what the clause takes."""
+    with pytest.raises(TemplateError) as info:
+        TaskSystem().defatom(f'(defatom t (instructions "x") {clause})')
     assert fragment in info.value.message

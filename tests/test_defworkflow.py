@@ -288,3 +288,89 @@ def test_state_may_name_a_schema() -> None:
         declared = workflow(f"(defworkflow w (state {name}) (steps (step s (task t))))")
         assert ("Contact", None) == (declared.state.schema_, declared.state.fields)
         assert at(1, column) == declared.location_of("state.schema")
+
+
+DURABLE = """\
+(defworkflow publish
+  (version "1.2")
+  (state (topic str (redact true)) (approved bool (default false)) (words int (default 0)))
+  (steps
+    (step gate (type approval) (message "Publish {{state.topic}}?") (output approved)
+          (timeout "24h") (on_timeout approve)))
+  (migrations
+    (migration (from "1.0") (to 1.1) (rename (title topic)) (drop notes draft) (set (approved false))
+               (convert (words "len(state.notes)")) (resume_at gate))
+    (migration (from "1.1") (to "1.2") (call "myapp.migrations:to_1_2"))))
+"""
+
+
+def test_migrations_approval_steps_and_redact_read_the_same_as_yaml() -> None:
+    """`(migrations (migration ...))`, `(type approval)` steps and `(redact true)` map to their YAML keys."""
+    expected = {
+        "name": "publish",
+        "version": "1.2",
+        "state": {
+            "fields": [
+                {"name": "topic", "type": "str", "redact": True},
+                {"name": "approved", "type": "bool", "default": False},
+                {"name": "words", "type": "int", "default": 0},
+            ]
+        },
+        "steps": [
+            {
+                "id": "gate",
+                "type": "approval",
+                "message": "Publish {{state.topic}}?",
+                "output": "approved",
+                "timeout": "24h",
+                "on_timeout": "approve",
+            }
+        ],
+        "migrations": [
+            {
+                "from": "1.0",
+                "to": "1.1",
+                "rename": {"title": "topic"},
+                "drop": ["notes", "draft"],
+                "set": {"approved": False},
+                "convert": {"words": "len(state.notes)"},
+                "resume_at": "gate",
+            },
+            {"from": "1.1", "to": "1.2", "call": "myapp.migrations:to_1_2"},
+        ],
+    }
+    declared = workflow(DURABLE)
+    assert Workflow.model_validate(expected).model_dump() == declared.model_dump()
+    assert (at(8, 53), at(5, 42)) == (
+        declared.location_of("migrations.0.rename.title"),
+        declared.location_of("steps.0.message"),
+    )
+
+
+def test_every_yaml_migration_key_is_a_clause() -> None:
+    """A `(migration ...)` form accepts a clause for each key a YAML migration has."""
+    from atomtask.sexp.defworkflow import MIGRATION_CLAUSES
+    from atomtask.system.workflows import Migration
+
+    assert {field.alias or name for name, field in Migration.model_fields.items()} == set(MIGRATION_CLAUSES)
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "fragment"),
+    [
+        ("(migrations (from 1))", (1, 13), 'lists `(migration (from "1.0") (to "1.1") ...)` forms'),
+        (
+            "(migrations (migration (frm 1)))",
+            (1, 24),
+            "Unknown clause 'frm' in a migration of defworkflow 'w'. Did you",
+        ),
+        ("(migrations (migration (from 1) (to 2) (rename title)))", (1, 48), "`(name value)` pairs"),
+        ("(migrations (migration (from 1) (to 1)))", (1, 13), "not from '1' to itself"),
+    ],
+)
+def test_migration_mistakes_raise_located_workflow_errors(source: str, where: tuple[int, int], fragment: str) -> None:
+    """A malformed `(migrations ...)` clause is an E110 at the offending form."""
+    with pytest.raises(WorkflowDeclarationError) as info:
+        workflow(f"(defworkflow w (state (a str)) (steps (step s (task t)))\n{source})")
+    assert fragment in info.value.message
+    assert SourceLocation(file="w.sexp", line=2, column=where[1]) == info.value.location

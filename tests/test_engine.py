@@ -288,7 +288,7 @@ def test_findings_in_json_files_carry_line_and_column(tmp_path: Path) -> None:
         for f in check([tmp_path]).findings
         if f.location
     }
-    assert {("E103", "Bad.json", 3, 43), ("W203", "Review.json", 4, 5)} == found
+    assert {("W102", "Bad.json", 3, 43), ("W203", "Review.json", 4, 5)} == found
 
 
 def test_the_response_of_a_described_scalar_output_needs_no_description(tmp_path: Path) -> None:
@@ -313,3 +313,16 @@ def test_a_module_raising_a_base_exception_on_import_is_an_error_finding(tmp_pat
     findings = check(python=[str(script)]).findings
     assert [("E106", 5)] == [(f.code, f.location.line if f.location else None) for f in findings]
     assert "raised Stop: halt while being imported" in findings[0].message
+
+
+def test_the_cycle_collector_runs_again_after_a_check(templates_dir: Path) -> None:
+    """`check` pauses the cycle collector while it runs, and leaves it as it found it, on or off."""
+    import gc
+
+    states = []
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        check([templates_dir])
+        states.append(gc.isenabled())
+    gc.enable()
+    assert [True, False] == states

@@ -94,3 +94,17 @@ def test_each_visit_has_a_status_line() -> None:
     assert "1 request, " in lines[0]
     assert "step_failed: Step 'research': task 'research_topic' failed (output_validation_failure" in lines[0]
     assert lines[2].startswith("review #1: COMPLETE (function:")
+
+
+def test_an_approval_step_shows_as_an_approval_writing_the_decision() -> None:
+    """The flowchart labels it `approval`; the summary says where the decision goes."""
+    doc = {
+        "name": "gated",
+        "state": [{"name": "text", "type": "str"}, {"name": "ok", "type": "bool", "default": False}],
+        "steps": [{"id": "gate", "type": "approval", "message": "Send {{state.text}}?", "output": "ok"}],
+    }
+    compiled = _compiled(doc)
+    assert '    s_gate["gate<br/>approval"]' in mermaid(compiled)
+    summary = dataflow_summary(compiled)
+    assert "  1. gate: approval -> state.ok\n" in summary
+    assert "     writes: ok <- (the decision)\n" in summary

@@ -38,3 +38,24 @@ def test_truncation_is_safe_only_between_values() -> None:
     for text, safe in [('{"a": 1, ', True), ('{"a": "x"', True), ('{"a": tru', False), ('{"a": "x', False)]:
         scanned = scan(text)
         assert safe == (truncation_problem(text, scanned) is None), text
+
+
+def test_items_are_counted_per_container_in_opening_order() -> None:
+    """An object counts its keys (also after a missing comma), an array its values; None after a stray closer."""
+    assert (2, 3, 0) == scan('{"a": [1, "x", y] "b": {}}').items
+    assert (2,) == scan("{'key1', 'key2'}").items
+    assert None is scan('{"a": [1}').items
+
+
+def test_quotes_with_two_readings_are_doubted() -> None:
+    """Text right after a string, touching strings, a quote outside a string: where a string ends is unsure."""
+    for text in ["['it's fine']", '{"a": """x"""}', "{a: O'Brien}", "['a' 'b']", '{"a": "say "hi" now"}']:
+        assert scan(text).doubts, text
+    for text in ['["a" 2]', "{'a' 'b'}", '{"a": "x""b": 1}', '["a", "b"] // the user\'s', "{'a': 'it\\'s'}"]:
+        assert () == scan(text).doubts, text
+
+
+def test_a_comment_that_swallows_a_closer_is_doubted_only_when_the_json_stays_open() -> None:
+    """`// comment }` that leaves the value open may have eaten structure; `// see ]` inside a closed value did not."""
+    assert scan('{"a": {"b": 1 // x }, "c": 2 }').doubts
+    assert () == scan('{"a": 1 // see ]\n}').doubts

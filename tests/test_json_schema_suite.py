@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.json_schema_suite import ANNOTATION_ONLY, FileResult, run
+from benchmarks.json_schema_suite import ANNOTATION_ONLY, FileResult, run, run_file, suite_system
 
 pytestmark = pytest.mark.corpus  # run by .ci/run (`pytest -m corpus`), not by the README's test command
 
@@ -56,3 +56,10 @@ def test_format_assertion_is_the_only_deliberate_difference(results: dict[str, F
     assert {"format.json"} == {o.file for o in by_design}
     assert all(ANNOTATION_ONLY in o.test and o.expected and o.actual is False for o in by_design)
     assert 19 == len(by_design)  # one per 2020-12 format: each is enforced
+
+
+def test_unknown_formats_are_annotations() -> None:
+    """`optional/format/unknown.json`: a format nothing checks loads, and every instance passes it."""
+    label = "optional/format/unknown.json"
+    result = run_file(suite_system(CORPUS), CORPUS / "tests" / label, label)
+    assert (0, len(result.outcomes)) == (result.refused_schemas, result.agree)

@@ -300,3 +300,37 @@ def test_manager_run_sync_works_inside_a_running_loop() -> None:
     outcome = asyncio.run(caller())
     assert outcome.error is None
     assert Item(name="fig", qty=2) == outcome.output
+
+
+def test_an_answer_valid_on_arrival_is_not_repaired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the first answer validates, the repair code does not run at all."""
+
+    def no_repair(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("repair ran on a valid answer")
+
+    monkeypatch.setattr("atomtask.handlers.repair.repair_output", no_repair)
+    result = system_for(Recorder({"name": "fig", "qty": 2}).model).execute("item")
+    assert Item(name="fig", qty=2) == result.parsedContent
+    assert [[]] == [attempt.repairs for attempt in result.notes.attempts]
+
+
+def test_an_atomtask_agent_holds_no_more_capabilities_than_a_bare_one() -> None:
+    """Repair and provider retries take the place of pydantic-ai's default `ToolSearch`: no per-run fee."""
+    from pydantic_ai import Agent
+
+    manager = LLMInteractionManager(BaseHandler())
+    rec = Recorder({"name": "fig", "qty": 2})
+    call = ModelCall(
+        template="item",
+        model=ModelChoice(spec=rec.model, label="function:recorder", source="call"),
+        system=None,
+        prompt="give an item",
+        output_cls=Item,
+    )
+    assert manager.run_sync(call).error is None
+    (agent,) = [agent for agent, _ in manager._agents.values()]
+    bare: Agent[None, Item] = Agent(rec.model, output_type=Item)
+    # Private, on purpose: a pydantic-ai upgrade that adds our capability beside its default must fail here.
+    ours = [type(c).__name__ for c in agent._root_capability._dispatch]
+    assert len(bare._root_capability._dispatch) == len(ours)
+    assert "_Reliability" in ours

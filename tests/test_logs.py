@@ -148,3 +148,38 @@ def test_every_module_logs_through_get_logger() -> None:
     ]
 
     assert [] == offenders
+
+
+def test_a_new_structlog_configuration_takes_effect_for_loggers_already_used() -> None:
+    """Loggers kept between events (cache_logger_on_first_use) follow a later `structlog.configure`."""
+    saved = structlog.get_config()
+    log = get_logger("atomtask.executors.atomic")
+    try:
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING), cache_logger_on_first_use=True
+        )
+        with structlog.testing.capture_logs() as hidden:
+            log.info("task_started", template="a")
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO), cache_logger_on_first_use=True
+        )
+        with structlog.testing.capture_logs() as shown:
+            log.info("task_started", template="b")
+    finally:
+        structlog.configure(**saved)
+
+    assert ([], ["b"]) == (hidden, [e["template"] for e in shown])
+
+
+def test_structlog_reset_sends_events_back_to_stdlib_logging(
+    unconfigured_structlog: None, records: list[logging.LogRecord]
+) -> None:
+    """After structlog is reset to its defaults, a logger that used it goes to `logging` again."""
+    log = get_logger("atomtask.w")
+    structlog.configure(cache_logger_on_first_use=True)
+    with structlog.testing.capture_logs() as captured:
+        log.info("via_structlog")
+    structlog.reset_defaults()
+    log.info("via_logging")
+
+    assert (["via_structlog"], ["via_logging"]) == ([e["event"] for e in captured], [r.msg for r in records])

@@ -5,25 +5,47 @@ from __future__ import annotations
 import atomtask
 
 EXPECTED = [
+    "ApprovalDecision",
+    "ApprovalError",
     "AssociativeMatchResult",
     "AtomTaskError",
     "AtomicTaskExecutor",
     "Attempt",
     "BaseHandler",
+    "BatchInputError",
+    "BatchItemError",
+    "BatchItemResult",
+    "BatchNotFoundError",
+    "BatchRun",
+    "CachePolicy",
+    "Coercion",
     "ConfigurationError",
+    "CorruptCheckpointError",
     "DuplicateNameError",
+    "DurableRunsUnavailableError",
     "FailureReason",
     "LLMInteractionManager",
     "MatchItem",
     "MemoryContext",
     "MemorySystem",
+    "Migration",
+    "MigrationError",
     "ModelChoice",
     "ModelRegistry",
     "OutputFormat",
     "OutputMode",
     "OutputRepair",
     "ParamSpec",
+    "PartialOutput",
     "ProviderRetries",
+    "RepairMode",
+    "ResponseCache",
+    "ResumeStepMissingError",
+    "RunError",
+    "RunExistsError",
+    "RunInfo",
+    "RunNotFoundError",
+    "RunStateError",
     "SchemaError",
     "SexpEvalError",
     "SexpSyntaxError",
@@ -38,12 +60,14 @@ EXPECTED = [
     "TaskNotes",
     "TaskResult",
     "TaskStatus",
+    "TaskStream",
     "TaskSystem",
     "Template",
     "TemplateError",
     "TemplateLimits",
     "TemplateNotFoundError",
     "TemplateRegistry",
+    "TraceSettings",
     "UsageError",
     "UsageNotes",
     "Workflow",
@@ -100,6 +124,19 @@ def test_workflow_errors_follow_the_same_two_roots() -> None:
     assert issubclass(atomtask.WorkflowError, atomtask.UsageError)
     assert not issubclass(atomtask.WorkflowFailedError, atomtask.UsageError)
     assert issubclass(atomtask.WorkflowFailedError, atomtask.AtomTaskError)
+
+
+def test_run_errors_are_usage_errors_naming_their_run() -> None:
+    """Refusals to resume, find or approve a durable run are usage errors (raised before anything runs)."""
+    for cls in (
+        atomtask.MigrationError,
+        atomtask.RunNotFoundError,
+        atomtask.CorruptCheckpointError,
+        atomtask.ResumeStepMissingError,
+        atomtask.ApprovalError,
+    ):
+        assert issubclass(cls, atomtask.RunError)
+    assert issubclass(atomtask.RunError, atomtask.UsageError)
 
 
 def test_workflow_failure_reasons_are_the_documented_set() -> None:

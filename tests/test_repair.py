@@ -85,7 +85,7 @@ def test_syntactic_repairs_recover_the_intended_value(raw: str, expected: object
         ('{"name": "apple", "qty": 0.0.1}', "neither a JSON number nor clearly a string"),
         ("[{{]", "drop or add objects or arrays"),
         ("{'name': 'apple' + 'pie', 'qty': 3}", "neither a JSON number nor clearly a string"),
-        ('{"name": "lorem "ipsum" sic", "qty": 3}', "change the text of a string"),
+        ('{"name": "lorem "ipsum" sic", "qty": 3}', "is a quote meant inside a string"),
         ("no json at all", "no JSON object or array"),
     ],
 )
@@ -192,11 +192,90 @@ def test_output_repair_works_on_a_bare_pydantic_ai_agent() -> None:
     assert "answer" not in user_text(rec.calls[0][0])
 
 
-def test_coercions_and_ignored_fields_of_a_repair_are_recorded() -> None:
-    """Validation's own changes to a repaired value (lax coercion, unknown fields) are in the ledger too."""
-    rec = Recorder(("args", "{'name': 'apple', 'qty': '3', 'colour': 'red',}"))
+def test_coercions_of_a_repair_are_recorded() -> None:
+    """Validation's own lax coercions of a repaired value are in the ledger too."""
+    rec = Recorder(("args", "{'name': 'apple', 'qty': '3',}"))
     result = system_for(rec.model).execute("task")
     assert Item(name="apple", qty=3) == result.unwrap()
-    repairs = result.notes.attempts[0].repairs
-    assert "coerced 'qty' from '3' to 3" in repairs
-    assert "ignored 'colour', which is not in the schema" in repairs
+    assert "coerced 'qty' from '3' to 3" in result.notes.attempts[0].repairs
+
+
+def test_a_repaired_value_with_a_key_the_schema_ignores_is_re_asked() -> None:
+    """Text a repair moves into a key the schema does not have is a reason to re-ask, not to accept."""
+    rec = Recorder(("args", "{'name': 'apple', 'qty': 3, 'colour': 'red',}"), ITEM)
+    result = system_for(rec.model).execute("task")
+    assert Item(name="apple", qty=3) == result.unwrap()
+    assert 2 == len(rec.calls)
+    assert "'colour'" in str(result.notes.attempts[0].errors)
+    assert [] == result.notes.attempts[0].repairs
+
+
+class Note(BaseModel):
+    text: str
+
+
+class Tags(BaseModel):
+    tags: list[str]
+
+
+# A quote character inside a single-quoted string, triple quotes, inner double quotes, comments that
+# hold quotes or swallow structure: each has more than one reading, so each is re-asked.
+QUOTE_CASES = [
+    ("['it's fine' // note]", Tags),
+    ("['it's fine', 'ok'] // note", Tags),
+    ("{'tags': ['don't panic', 'b'] # c}", Tags),
+    ("{'tags': ['don't panic', 'b']\n# c\n}", Tags),
+    ("{'tags': ['a', 'b' 'c']}", Tags),
+    ("{'tags': ['O'Brien', 'b'],}", Tags),
+    ("{'tags': ['it''s', 'b'],}", Tags),
+    ("{'tags': ['rock 'n' roll', 'jazz'],}", Tags),
+    ('{"tags": ["say "hi", now", "b"],}', Tags),
+    ('{"text": """text "x" here"""}', Note),
+    ('{"text": """plain text"""}', Note),
+    ("{'text': " + "'''it's here'''}", Note),
+    ('{"text": """multi\nline "x" text""", }', Note),
+    ('{"text": "He said "no way" to me"}', Note),
+    ("{'text': 'it's, like, fine'}", Note),
+    ("{'text': 'don't'} // it's", Note),
+    ("{'text': 'a', // it's a \"note\" } ]", Note),
+    ('{"text": "x" // closes here }', Note),
+    ("{text: O'Brien}", Note),
+]
+
+
+@pytest.mark.parametrize(("raw", "cls"), QUOTE_CASES)
+def test_a_string_whose_quotes_have_two_readings_is_re_asked(raw: str, cls: type[BaseModel]) -> None:
+    """No repair splits one string into two items, empties a field, or moves text into another key."""
+    outcome = repair_output(raw, cls)
+    assert not outcome.usable, outcome.value
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("{'tags': ['a, b', 'c'],}", {"tags": ["a, b", "c"]}),
+        ('{"tags": ["it\'s", "b"],}', {"tags": ["it's", "b"]}),
+        ("{'tags': ['it\\'s', 'b'],}", {"tags": ["it's", "b"]}),
+        ("{'tags': [\"it's\", 'b'],}", {"tags": ["it's", "b"]}),
+        ('{"tags": ["a" "b"]}', {"tags": ["a", "b"]}),
+        ('{"tags": ["a", "b"], // the user\'s tags\n}', {"tags": ["a", "b"]}),
+        ('{"text": "a""b": 1}', {"text": "a", "b": 1}),
+    ],
+)
+def test_strings_with_one_reading_are_still_repaired(raw: str, expected: object) -> None:
+    """Commas inside strings, escaped or other-style quotes and an apostrophe in a comment have one reading."""
+    outcome = repair_output(raw)
+    assert outcome.usable, outcome.problem
+    assert expected == outcome.value
+
+
+@pytest.mark.parametrize("raw", ["{'text': " + "'''it's here'''}", '{"text": """x""", "b": 2}'])
+def test_triple_quoted_value_costs_a_re_ask_not_a_wrong_value(raw: str) -> None:
+    """Through the whole path: the model is re-asked and the second answer is taken."""
+    rec = Recorder(("args", raw), {"text": "it's here"})
+    system = TaskSystem(model=rec.model)
+    system.models.register(Note)
+    system.register(Template(name="t", instructions="x", output_format=OutputFormat(type="json", schema="Note")))
+    result = system.execute("t")
+    assert Note(text="it's here") == result.unwrap()
+    assert 2 == len(rec.calls)

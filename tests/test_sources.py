@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 from atomtask import OutputFormat, TaskSystem, Template
 from atomtask.schemas.model_registry import ModelRegistry
-from atomtask.schemas.sources import import_schema_class, json_schema_file_definition
+from atomtask.schemas.sources import (
+    import_schema_class,
+    json_schema_file_definition,
+    json_schema_warnings,
+    output_schema_warnings,
+)
 from atomtask.system.errors import SchemaError
+from structlog.testing import capture_logs
 
 from tests.helpers import Recorder
 
@@ -262,9 +268,9 @@ def test_json_schema_errors_point_at_line_and_column(tmp_path: Path) -> None:
     """A mistake inside a `.json` schema is located at the offending key, not just the file."""
     path = tmp_path / "Age.json"
     path.write_text(
-        '{\n  "type": "object",\n  "properties": {\n    "years": {"type": "integer", "minimun": 0}\n  }\n}\n'
+        '{\n  "type": "object",\n  "properties": {\n    "years": {"type": "integer", "minimum": "0"}\n  }\n}\n'
     )
-    with pytest.raises(SchemaError, match="unknown keyword 'minimun'") as raised:
+    with pytest.raises(SchemaError, match="at `/properties/years/minimum`: '0' is not of type 'number'") as raised:
         TaskSystem().load(path)
     assert (str(path), 4, 34) == (
         raised.value.location.file,  # type: ignore[union-attr]  # located
@@ -304,3 +310,35 @@ def test_json_schema_written_directly_under_schema_is_json_schema(tmp_path: Path
 def test_any_json_schema_keyword_makes_an_inline_json_schema(schema: dict[str, object]) -> None:
     """A mapping under `schema:` with a JSON Schema keyword and no `fields` becomes `{json_schema: ...}`."""
     assert {"json_schema": schema} == OutputFormat(type="json", schema=schema).schema_
+
+
+def test_a_json_schema_with_warnings_loads_and_logs_them_at_info(tmp_path: Path) -> None:
+    """A `.json` file with a suspected typo loads; the warning is logged (`json_schema_warning`) and listed, located."""
+    path = tmp_path / "Age.json"
+    path.write_text('{\n  "type": "integer",\n  "minimun": 0\n}\n')
+    system = TaskSystem()
+    with capture_logs() as logs:
+        system.load(path)
+    assert [("json_schema_warning", "info", "W102")] == [
+        (e["event"], e["log_level"], e["code"]) for e in logs if e["event"] == "json_schema_warning"
+    ]
+    definition = json_schema_file_definition(path)
+    assert definition is not None
+    [(code, message, where)] = json_schema_warnings([definition], system.models)
+    assert ("W102", 3) == (code, where.line if where else None)
+    assert message.startswith("JSON Schema 'Age': unknown keyword 'minimun' at `/`. Did you mean 'minimum'?")
+
+
+def test_output_schema_warnings_are_only_those_of_an_inline_json_schema() -> None:
+    """An inline `json_schema` output reports its warnings; a named schema's are reported where it is declared."""
+    system = TaskSystem()
+    inline = OutputFormat(type="json", schema={"json_schema": {"type": "string", "format": "Email"}})
+    system.register(Template(name="who", instructions="Who?", output_format=inline))
+    compiled = system.templates.compiled("who")
+    assert ["W103"] == [code for code, _, _ in output_schema_warnings(compiled.template, compiled.output_cls)]
+    system.models.register(compiled.output_cls, "Named")
+    system.register(
+        Template(name="named", instructions="Who?", output_format=OutputFormat(type="json", schema="Named"))
+    )
+    named = system.templates.compiled("named")
+    assert [] == output_schema_warnings(named.template, named.output_cls)

@@ -426,3 +426,234 @@ def test_the_unbounded_cycle_hint_is_in_the_source_s_own_syntax(file: str, hint:
     workflow = Workflow.model_validate(doc).located(SourceLocation(file=file, line=1, column=1))
     found = check_workflow(workflow, templates=system.templates, models=system.models)
     assert [("E118", True)] == [(e.code, f"Add {hint} to one of them" in e.message) for e in found.errors]
+
+
+def _migrating(*migrations: dict[str, Any], version: str | None = "1.2") -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["version"] = version
+        doc["migrations"] = list(migrations)
+
+    return edit
+
+
+_RENAME = {"from": "1.0", "to": "1.1", "rename": {"title": "topic"}, "drop": ["notes"]}
+MIGRATION_CASES: list[tuple[str, Edit, str, str]] = [
+    ("no version", _migrating(_RENAME, version=None), "E120", "declares `migrations` but no `version`"),
+    (
+        "two from one version",
+        _migrating(_RENAME, {**_RENAME, "to": "1.2"}, {"from": "1.1", "to": "1.2"}),
+        "E120",
+        "Migrations 1 and 2 both start from version '1.0'; keep one per version",
+    ),
+    ("from the current version", _migrating({"from": "1.2", "to": "1.3"}), "E120", "starts from '1.2', the current"),
+    (
+        "a dead end",
+        _migrating(_RENAME),
+        "E120",
+        "Migration 1.0 -> 1.1 leads to version '1.1', from which no migration goes on, and the current version is "
+        '\'1.2\'. Add `{from: "1.1", to: "1.2", ...}` or fix `to`.',
+    ),
+    (
+        "a circle",
+        _migrating({"from": "1.0", "to": "1.1"}, {"from": "1.1", "to": "1.0"}),
+        "E120",
+        "Migrations 1.0 -> 1.1 -> 1.0 form a circle; they must lead to '1.2'.",
+    ),
+    (
+        "an unknown field written",
+        _migrating({"from": "1.1", "to": "1.2", "set": {"scroe": 1}}),
+        "E120",
+        "Migration 1.1 -> 1.2 writes `state.scroe` (`set`), but the state of the current version has no field 'scroe'"
+        " and no later migration drops or renames it. Did you mean 'score'?",
+    ),
+    (
+        "a field written twice",
+        _migrating({"from": "1.1", "to": "1.2", "set": {"score": 1}, "convert": {"score": "2"}}),
+        "E120",
+        "Migration 1.1 -> 1.2 writes `state.score` twice (`set` and `convert`); keep one.",
+    ),
+    (
+        "renamed and dropped",
+        _migrating({"from": "1.1", "to": "1.2", "rename": {"title": "topic"}, "drop": ["title"]}),
+        "E120",
+        "Migration 1.1 -> 1.2 both renames and drops `state.title`; keep one.",
+    ),
+    (
+        "dropped after it was removed",
+        _migrating(_RENAME, {"from": "1.1", "to": "1.2", "drop": ["notes"]}),
+        "E120",
+        "Migration 1.1 -> 1.2 drops `state.notes`, but version '1.1' has no such field: migration 1.0 -> 1.1 "
+        "removed it.",
+    ),
+    (
+        "a set value that does not fit",
+        _migrating({"from": "1.1", "to": "1.2", "set": {"score": 11}}),
+        "E120",
+        "Migration 1.1 -> 1.2 sets `state.score` (int) to 11, which does not fit: Input should be less than or equal "
+        "to 10.",
+    ),
+    (
+        "a convert outside the language",
+        _migrating({"from": "1.1", "to": "1.2", "convert": {"rounds": "__import__('os')"}}),
+        "E112",
+        "Migration 1.1 -> 1.2, `convert: rounds`: ",
+    ),
+    (
+        "a convert of another type",
+        _migrating({"from": "1.1", "to": "1.2", "convert": {"research": "len(state.notes)"}}),
+        "E120",
+        "`len(state.notes)` is an int, which does not fit `state.research` (str).",
+    ),
+    (
+        "a convert reading a removed field",
+        _migrating(_RENAME, {"from": "1.1", "to": "1.2", "convert": {"rounds": "len(state.notes)"}}),
+        "E120",
+        "`state.notes` reads the state of version '1.1', which has no field 'notes': migration 1.0 -> 1.1 removed it.",
+    ),
+    (
+        "resume_at an unknown step",
+        _migrating({"from": "1.1", "to": "1.2", "resume_at": "wrte"}),
+        "E120",
+        "Migration 1.1 -> 1.2 resumes at 'wrte', which is not a step of workflow 'article_writer'. Did you mean "
+        "'write'?",
+    ),
+    (
+        "resume_at a member of a parallel group",
+        lambda d: (
+            _migrating({"from": "1.1", "to": "1.2", "resume_at": "m"})(d),
+            d["steps"].insert(0, {"id": "g", "parallel": [{"id": "m", "task": "shout", "inputs": {"word": "x"}}]}),
+        ),
+        "E120",
+        "Migration 1.1 -> 1.2 resumes at 'm', which is not a step of workflow 'article_writer'. It is inside the "
+        "`parallel` group 'g'; resume at the group.",
+    ),
+    (
+        "call outside the importable packages",
+        _migrating({"from": "1.1", "to": "1.2", "call": "os.path:join"}),
+        "E120",
+        "Migration 1.1 -> 1.2 names the Python function 'os.path:join', but module 'os.path' is not in the "
+        "importable packages (none).",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "message"), [c[1:] for c in MIGRATION_CASES], ids=[c[0] for c in MIGRATION_CASES]
+)
+def test_each_migration_mistake_is_found_before_any_run(edit: Edit, code: str, message: str) -> None:
+    """Every `migrations:` mistake is a problem at registration, with the fix."""
+    problems = _edited(edit)
+    assert code == problems[0][0], problems
+    assert message in problems[0][1]
+
+
+def test_a_chain_of_migrations_compiles_with_its_expressions() -> None:
+    """A valid chain passes; the compiled workflow holds each migration, `convert` parsed."""
+    doc = article_writer()
+    _migrating(_RENAME, {"from": "1.1", "to": "1.2", "convert": {"rounds": "len(state.topic)"}, "set": {"score": 1}})(
+        doc
+    )
+    system = make_system("test")
+    compiled = compile_workflow(Workflow.model_validate(doc), templates=system.templates, models=system.models)
+    assert ["1.0 -> 1.1", "1.1 -> 1.2"] == [m.label for m in compiled.migrations]
+    assert [("rounds", "len(state.topic)")] == [(f, e.text) for f, e in compiled.migrations[1].convert]
+    assert "1.2" == compiled.version
+
+
+def _gate(**fields: Any) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["state"]["fields"].append({"name": "approved", "type": "bool", "default": False})
+        gate = {"id": "gate", "type": "approval", "message": "Publish {{state.article.title}}?", "output": "approved"}
+        doc["steps"].insert(3, {**gate, **fields, "route": [{"when": "state.approved", "to": "end"}, {"to": "revise"}]})
+        _step(doc, "review")["route"] = [{"to": "gate"}]
+
+    return edit
+
+
+def test_an_approval_step_compiles_and_its_decision_flows_into_the_state() -> None:
+    """The decision is written to `output` (a bool field gets `approved`); the message is parsed from state."""
+    doc = article_writer()
+    _gate(timeout="24h", on_timeout="approve")(doc)
+    system = make_system("test")
+    compiled = compile_workflow(Workflow.model_validate(doc), templates=system.templates, models=system.models)
+    gate = compiled.index["gate"]
+    assert (bool, frozenset({"approved"}), "approval") == (gate.output_type, gate.writes, gate.step.kind)
+    assert (86400.0, "approve") == (gate.step.timeout, gate.step.on_timeout)
+    assert gate.message is not None and ["state.article.title"] == [r.text for r in gate.message.all_refs()]
+    assert (["gate"], False) == (compiled.writers()["approved"], "approved" in compiled.run_inputs)
+
+
+def test_an_approval_decision_field_gets_the_whole_decision() -> None:
+    """A field of class `ApprovalDecision` (or one with its fields) receives approved, note, by and at."""
+    from atomtask.system.workflows import ApprovalDecision
+
+    system = make_system("test")
+    system.models.register(ApprovalDecision)
+    doc = article_writer()
+    _gate()(doc)
+    doc["state"]["fields"][-1] = {"name": "approved", "type": "ApprovalDecision?", "default": None}
+    _step(doc, "gate")["route"][0]["when"] = "state.approved.approved"
+    registry = WorkflowRegistry(system.templates, system.models)
+    assert [] == [e.message for e in registry.check(Workflow.model_validate(doc)).errors]
+    compiled = registry.check(Workflow.model_validate(doc)).unwrap()
+    assert ApprovalDecision is compiled.index["gate"].output_type
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "message"),
+    [
+        (
+            {"output": "score"},
+            "E114",
+            "Approval step 'gate' writes its decision to `state.score` (int), which takes neither `bool`",
+        ),
+        ({"output": "aproved"}, "E113", "Step 'gate' writes `state.aproved` (`output`), but the state has no field"),
+        ({"message": "Publish {{state.titel}}?"}, "E113", "Unknown path `state.titel` in `message` of step 'gate'"),
+    ],
+)
+def test_approval_mistakes_are_found_before_any_run(change: dict[str, Any], code: str, message: str) -> None:
+    """The output field must exist and take the decision; the message's paths must exist."""
+    problems = _edited(_gate(**change))
+    assert code == problems[0][0], problems
+    assert message in problems[0][1]
+
+
+def test_redacted_state_fields_are_listed_in_the_compiled_workflow() -> None:
+    """`redact: true` on a state field (or `json_schema_extra` on a named class) names it in `redacted_fields`."""
+    from pydantic import BaseModel, Field
+
+    class Secret(BaseModel):
+        topic: str
+        token: str = Field(default="", json_schema_extra={"redact": True})
+
+    doc = article_writer()
+    doc["state"]["fields"][0]["redact"] = True
+    doc["state"]["fields"][1]["redact"] = False
+    system = make_system("test")
+    compiled = compile_workflow(Workflow.model_validate(doc), templates=system.templates, models=system.models)
+    assert frozenset({"topic"}) == compiled.redacted_fields
+    system.models.register(Secret)
+    step = {"id": "a", "task": "shout", "inputs": {"word": "{{state.topic}}"}}
+    named = {"name": "s", "state": "Secret", "steps": [step]}
+    compiled = compile_workflow(Workflow.model_validate(named), templates=system.templates, models=system.models)
+    assert frozenset({"token"}) == compiled.redacted_fields
+
+
+def test_redact_is_true_or_false() -> None:
+    """Any other value of `redact` is a shape mistake (E110)."""
+    problems = _edited(lambda d: d["state"]["fields"][0].update(redact="yes"))
+    assert [("E110", "`redact` of state field 'topic' in workflow 'article_writer' is true or false, not 'yes'.")] == (
+        problems
+    )
+
+
+def test_an_approval_message_reading_an_unwritten_field_is_a_data_flow_error() -> None:
+    """The message reads the state like an input: a field unwritten on some path to the step is E116."""
+    doc = article_writer()
+    _gate(message="Publish {{state.note}}?")(doc)
+    doc["state"]["fields"].append({"name": "note", "type": "str"})
+    _step(doc, "research").update(when="state.topic != ''", set={"note": "state.topic"})
+    problems = _problems(doc)
+    assert "E116" == problems[0][0], problems
+    expected = "Step 'gate' reads `state.note` but on the path research (skipped) -> write -> review -> gate"
+    assert expected in problems[0][1]

@@ -13,6 +13,8 @@ import pytest
 from atomtask.cli import main
 from atomtask.testing import FakeProviderServer, Reply
 
+ATOMTASK_CLI = str(Path(sys.executable).parent / "atomtask")
+
 FOLDER = """\
 name: Rating
 fields:
@@ -222,3 +224,78 @@ def test_show_graph_and_list_do_not_import_pydantic_ai(folder: str) -> None:
     """Reading and drawing workflows stays light: pydantic-ai and provider SDKs are never imported."""
     done = subprocess.run([sys.executable, "-c", SHOW_AND_LIST, folder], capture_output=True, text=True, check=True)
     assert "[]" == done.stdout.strip()
+
+
+def test_a_run_prints_its_run_id_and_runs_and_show_read_it_back(folder: str, tmp_path: Path) -> None:
+    """`run --run-id` is durable: `runs` lists it COMPLETE at its last step, `show RUN_ID` gives each step's state."""
+    db = ["--db", str(tmp_path / "runs.sqlite")]
+    code, out, err = run(
+        ["workflow", "run", "echo_twice", "-i", "word=hi", "--run-id", "cli-1", *db, "--templates", folder]
+    )
+    assert 0 == code, err
+    assert "atomtask: run cli-1 of echo_twice (resume: atomtask workflow resume cli-1)" in err
+    code, listed, err = run(["workflow", "runs", *db, "--templates", folder])
+    assert 0 == code, err
+    assert ["RUN", "cli-1"] == [line.split()[0] for line in listed.splitlines()]
+    assert ["cli-1", "echo_twice", "-", "COMPLETE", "again", "-"] == listed.splitlines()[1].split()[:6]
+    code, shown, err = run(["workflow", "show", "cli-1", *db, "--templates", folder])
+    assert 0 == code, err
+    document = json.loads(shown)
+    assert ["say", "again"] == [step["step"] for step in document["steps"]]
+    assert ["word", "said"] == list(document["steps"][0]["state"])
+    assert json.loads(out) == document["steps"][1]["state"]
+
+
+def test_resuming_an_unknown_run_exits_2_naming_the_fix(folder: str, tmp_path: Path) -> None:
+    """`resume` of a run id not in the store: exit 2, and the message says how to list the runs."""
+    code, _, err = run(["workflow", "resume", "nope", "--db", str(tmp_path / "runs.sqlite"), "--templates", folder])
+    assert 2 == code
+    assert "No run 'nope'" in err and "atomtask workflow runs" in err
+
+
+def test_resuming_a_finished_run_exits_2(folder: str, tmp_path: Path) -> None:
+    """`resume` of a COMPLETE run: exit 2, nothing to resume."""
+    db = ["--db", str(tmp_path / "runs.sqlite")]
+    assert (
+        0 == run(["workflow", "run", "echo_twice", "-i", "word=hi", "--run-id", "done", *db, "--templates", folder])[0]
+    )
+    code, _, err = run(["workflow", "resume", "done", *db, "--templates", folder])
+    assert 2 == code
+    assert "has ended (COMPLETE)" in err
+
+
+def test_show_of_a_mistyped_run_id_suggests_the_close_run(folder: str, tmp_path: Path) -> None:
+    """`show` of a name neither a workflow nor a run: exit 2, saying so, with the close run id."""
+    db = ["--db", str(tmp_path / "runs.sqlite")]
+    assert (
+        0
+        == run(["workflow", "run", "echo_twice", "-i", "word=hi", "--run-id", "cli-42", *db, "--templates", folder])[0]
+    )
+    code, _, err = run(["workflow", "show", "cli-43", *db, "--templates", folder])
+    assert 2 == code
+    assert "'cli-43' is neither a workflow nor a run in" in err
+    assert "Did you mean run 'cli-42'?" in err
+
+
+def test_a_used_run_id_says_complete_and_no_resume(folder: str, tmp_path: Path) -> None:
+    """`run --run-id` of a COMPLETE run: exit 2, atomtask's status (not DBOS's), no resume suggested."""
+    args = ["workflow", "run", "echo_twice", "-i", "word=hi", "--run-id", "twice", "--db", str(tmp_path / "r.sqlite")]
+    assert 0 == run([*args, "--templates", folder])[0]
+    code, _, err = run([*args, "--templates", folder])
+    assert 2 == code
+    error = err.splitlines()[-1]
+    assert "already exists (COMPLETE)" in error and "resume" not in error
+
+
+def test_a_store_that_cannot_be_opened_exits_2_in_one_line_without_the_password(folder: str, tmp_path: Path) -> None:
+    """A PostgreSQL store nobody serves, a missing folder: one line naming the store (password masked), exit 2."""
+    url = "postgresql://u:hunter2@127.0.0.1:1/db"
+    argv = [ATOMTASK_CLI, "workflow", "run", "echo_twice", "-i", "word=x", "--db", url, "-q", "--templates", folder]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert 2 == done.returncode
+    assert 1 == len(done.stderr.strip().splitlines()), done.stderr
+    assert "The run store postgresql://u:***@127.0.0.1:1/db cannot be opened" in done.stderr
+    assert "hunter2" not in done.stderr
+    code, _, err = run(["workflow", "runs", "--db", str(tmp_path / "gone" / "r.sqlite"), "--templates", folder])
+    assert 2 == code
+    assert f"its folder {tmp_path / 'gone'} does not exist" in err

@@ -115,8 +115,8 @@ def test_collect_origins_and_location_of_find_the_nearest_known_part() -> None:
 
 
 def test_every_workflow_error_is_a_usage_error_with_a_stable_code() -> None:
-    """Codes E110-E119, one class each; errors carry workflow and step, and keep them when relocated."""
-    assert [f"E1{n}" for n in range(10, 20)] == sorted(WORKFLOW_ERROR_CODES)
+    """Codes E110-E120, one class each; errors carry workflow and step, and keep them when relocated."""
+    assert [f"E1{n}" for n in range(10, 21)] == sorted(WORKFLOW_ERROR_CODES)
     error = WorkflowPathError("bad path", workflow="w", step="s")
     moved = error.with_location(SourceLocation(file="w.yaml", line=3))
     assert isinstance(moved, UsageError)
@@ -133,3 +133,57 @@ def test_origins_of_a_bare_state_list_use_the_long_form_paths() -> None:
     assert {"state.fields.0": where, "state.fields.0.type": where} == collect_origins(
         doc, lambda mapping: nodes.get(id(mapping))
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"type": "approval", "task": "a", "output": "ok"}, "an approval step waits for a person; it has no `task`"),
+        ({"type": "approval"}, "an approval step needs `output: FIELD`"),
+        ({"type": "approval", "output": "ok", "inputs": {"x": 1}}, "`inputs` does not apply to an approval step"),
+        ({"type": "approval", "output": "ok", "on_failure": "continue"}, "`on_failure` does not apply to an approval"),
+        ({"type": "approval", "output": "ok", "timeout": "soon"}, "a duration is a number of seconds or text like"),
+        ({"type": "approval", "output": "ok", "timeout": 0}, "a duration must be more than zero"),
+        ({"type": "approval", "output": "ok", "on_timeout": "ignore"}, "Input should be 'reject' or 'approve'"),
+        ({"type": "review", "output": "ok"}, "Input should be 'approval'"),
+        ({"task": "a", "message": "hi"}, "`message` only applies to an approval step (`type: approval`)"),
+        (
+            {"parallel": [{"id": "m", "type": "approval", "output": "ok"}]},
+            "an approval step cannot be inside `parallel`",
+        ),
+    ],
+)
+def test_a_malformed_approval_step_is_refused_with_the_fix(fields: dict[str, Any], message: str) -> None:
+    """An approval step waits for a decision: it runs nothing, needs `output`, and its keys apply only to it."""
+    with pytest.raises(ValidationError) as caught:
+        _step(**fields)
+    assert message in str(caught.value)
+
+
+def test_an_approval_step_reads_its_timeout_as_a_duration() -> None:
+    """`24h`, `30m`, `1h30m`, `45s`, `2d` and plain seconds; `on_timeout` defaults to `reject`."""
+    seconds = [_step(type="approval", output="ok", timeout=t).timeout for t in ("24h", "30m", "1h30m", "45s", "2d", 90)]
+    assert [86400.0, 1800.0, 5400.0, 45.0, 172800.0, 90.0] == seconds
+    step = _step(type="approval", output="ok", message="Go?")
+    assert ("approval", None, "reject") == (step.kind, step.timeout, step.on_timeout)
+
+
+def test_a_migration_is_edits_or_a_call_between_two_versions() -> None:
+    """`from`/`to` are version labels (a YAML float is kept as written); `call` excludes the edits."""
+    from atomtask.system.workflows import Migration
+
+    migration = Migration.model_validate({"from": 1.0, "to": "1.1", "rename": {"a": "b"}, "set": {"n": 0}})
+    assert ("1.0", "1.0 -> 1.1", {"n": 0}) == (migration.from_, migration.label, migration.set_)
+    with pytest.raises(ValidationError, match="a migration has `call` or edits \\(`drop`\\), not both"):
+        Migration.model_validate({"from": "1", "to": "2", "call": "m:f", "drop": ["x"]})
+    with pytest.raises(ValidationError, match="not from '1' to itself"):
+        Migration.model_validate({"from": "1", "to": "1"})
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        Migration.model_validate({"from": "1", "to": "2", "renam": {}})
+
+
+def test_a_workflow_declares_its_migrations() -> None:
+    """`migrations:` is a list of migrations on the workflow (empty by default)."""
+    doc = {**article_writer(), "version": "1.1", "migrations": [{"from": "1.0", "to": "1.1", "drop": ["x"]}]}
+    assert [["x"]] == [m.drop for m in Workflow.model_validate(doc).migrations]
+    assert [] == Workflow.model_validate(article_writer()).migrations

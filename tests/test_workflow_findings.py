@@ -187,3 +187,58 @@ def test_a_circle_of_sub_workflows_hides_no_other_finding(tmp_path: Path) -> Non
     )
     with pytest.raises(WorkflowError):
         TaskSystem(templates=tmp_path)
+
+
+DURABLE_FLOW = (
+    FLOW.replace("name: rate_it\n", 'name: rate_it\nversion: "1.2"\n')
+    .replace("  - {name: score, type: int, default: 0}\n", "  - {name: score, type: int, default: 0}\n"
+             "  - {name: ok, type: bool, default: false}\n  - {name: secret, type: str, default: '', redact: true}\n")
+    .replace("      - {to: end}\n", "      - {to: gate}\n")
+    + "  - id: gate\n    type: approval\n    message: 'Score {{state.score}}, keep it?'\n    output: ok\n"
+    "    timeout: 24h\n"
+    "migrations:\n"
+    '  - {from: "1.0", to: "1.1", rename: {txt: text}}\n'
+    '  - {from: "1.1", to: "1.2", set: {score: 2}, resume_at: gate}\n'
+)  # fmt: skip
+
+
+def test_migrations_approval_and_redact_pass_the_check(tmp_path: Path) -> None:
+    """A workflow with a chain of migrations, an approval step and a redacted field has no finding."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    write(tmp_path, "flow.yaml", DURABLE_FLOW)
+    assert [] == [(f.code, f.message) for f in check([tmp_path]).findings]
+
+
+def test_a_migration_mistake_is_e120_at_its_line_and_column(tmp_path: Path) -> None:
+    """A migration writing a field the state lacks is E120 at the field, with "did you mean"."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("set: {score: 2}", "set: {scroe: 2}")
+    path = write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    line, column = position(text, "scroe: 2")
+    assert [("E120", str(path), line, column + len("scroe: "))] == [
+        (f.code, f.location.file, f.location.line, f.location.column) for f in findings if f.location
+    ]
+    assert "Did you mean 'score' or 'secret'?" in findings[0].message
+
+
+def test_an_approval_step_with_a_wrong_output_type_is_e114(tmp_path: Path) -> None:
+    """The decision goes to a bool (or `ApprovalDecision`) field; an int field is E114 at `output`."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("    output: ok\n", "    output: score\n")
+    write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    found = [(f.code, f.location.line) for f in findings if f.location]
+    assert [("E114", position(text, "output: score")[0])] == found
+
+
+def test_an_unknown_migration_key_is_e110_listing_the_migration_keys(tmp_path: Path) -> None:
+    """A typo inside `migrations:` is a shape mistake at its line, naming the keys a migration has."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("rename: {txt: text}", "renam: {txt: text}")
+    write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    assert [("E110", position(text, "renam:")[0])] == [(f.code, f.location.line) for f in findings if f.location]
+    assert "`migrations.0.renam`: unknown key; valid keys: from, to, rename, drop, set, convert, call" in (
+        findings[0].message
+    )

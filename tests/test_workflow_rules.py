@@ -8,7 +8,7 @@ from atomtask.system.workflow_errors import WORKFLOW_ERROR_CODES
 
 
 def test_every_workflow_error_code_has_a_rule_named_like_its_class() -> None:
-    """E110-E119 are exactly the error classes' codes, each an error rule carrying the class's `rule` name."""
+    """E110-E120 are exactly the error classes' codes, each an error rule carrying the class's `rule` name."""
     assert list(WORKFLOW_ERROR_CODES) == [code for code, *_ in WORKFLOW_RULE_TEXTS]
     assert {code: cls.rule for code, cls in WORKFLOW_ERROR_CODES.items()} == {
         code: RULES[code].name for code in WORKFLOW_ERROR_CODES

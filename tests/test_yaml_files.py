@@ -290,3 +290,17 @@ def test_a_state_path_typo_is_reported_at_its_line_and_column_by_load(tmp_path: 
     )
     assert ("E113", "first") == (raised.value.code, raised.value.step)
     assert "Did you mean `state.score`?" in str(raised.value)
+
+
+def test_the_cache_key_of_a_template() -> None:
+    """`cache: true | false | {ttl: ...}` is read into the template's `CachePolicy`; a bad TTL points at its line."""
+    hour_and_a_half = load_yaml_text("name: t\ninstructions: x\ncache: {ttl: 1h30m}\n").templates[0].cache
+    off = load_yaml_text("name: t\ninstructions: x\ncache: false\n").templates[0].cache
+    assert (5400.0, False) == (
+        hour_and_a_half.ttl_seconds if hour_and_a_half else None,
+        off.enabled if off else None,
+    )
+    with pytest.raises(TemplateError) as info:
+        load_yaml_text("name: t\ninstructions: x\ncache: {ttl: soon}\n", "t.yaml")
+    assert "'soon' is not a duration" in info.value.message
+    assert 3 == (info.value.location.line if info.value.location else None)

@@ -3,7 +3,8 @@
 The path: look the template up, validate the inputs against its parameters, render the system
 text and instructions strictly, choose the model, hand one `ModelCall` to the manager, and wrap
 the outcome with its notes. A failure at any step is a FAILED result with a typed reason; nothing
-here raises for a task that failed.
+here raises for a task that failed. With the response cache on for a call (`caching.py`), a stored
+answer for the same rendered call is returned instead of asking the model, and a COMPLETE one is stored.
 
 There is one implementation, `execute_async`; `execute` runs it to completion, on a worker thread
 when the caller is already inside a running event loop (Jupyter, a FastAPI handler).
@@ -12,10 +13,11 @@ when the caller is already inside a running event loop (Jupyter, a FastAPI handl
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
+from atomtask.executors.caching import CacheChoice, CacheConfig, CachePlan, schema_fingerprint
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.blocking import run_blocking
@@ -27,7 +29,7 @@ from atomtask.system.errors import ConfigurationError, TemplateNotFoundError, Us
 from atomtask.system.logs import get_logger
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
-from atomtask.system.templates import TemplateLimits
+from atomtask.system.templates import RepairMode, TemplateLimits, repair_mode
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
@@ -47,8 +49,9 @@ class _Overrides:
 
     retries: int | None
     limits: TemplateLimits | Mapping[str, Any] | None
-    repair: bool | None
+    repair: RepairMode | str | bool | None
     model_settings: Mapping[str, Any] | None = None
+    cache: CacheChoice = None
 
     def settings_for(self, template_settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The template's model settings with the call's on top, key by key (the call's checked here)."""
@@ -56,6 +59,14 @@ class _Overrides:
             return dict(template_settings) if template_settings else None
         call_settings = check_model_settings(self.model_settings, where="this call (`model_settings=`)")
         return {**(template_settings or {}), **call_settings}
+
+    def repair_for(self, template_repair: RepairMode) -> RepairMode:
+        if self.repair is None:
+            return template_repair
+        try:
+            return repair_mode(self.repair)
+        except ValueError as exc:
+            raise ConfigurationError(f"Invalid `repair=` for this call: {exc}.") from None
 
     def limits_for(self, template_limits: TemplateLimits | None) -> TemplateLimits | None:
         if self.limits is None:
@@ -78,14 +89,18 @@ class _Prepared:
     compiled: CompiledTemplate
     call: ModelCall
     started: float
+    cache: CachePlan | None = None
 
 
 class AtomicTaskExecutor:
-    """Runs one task at a time (sync or async) against a `TemplateRegistry` and a manager."""
+    """Runs one task at a time (sync or async) against a `TemplateRegistry` and a manager (and a response cache)."""
 
-    def __init__(self, templates: TemplateRegistry, manager: LLMInteractionManager) -> None:
+    def __init__(
+        self, templates: TemplateRegistry, manager: LLMInteractionManager, cache: CacheConfig | None = None
+    ) -> None:
         self.templates = templates
         self.manager = manager
+        self.cache = cache if cache is not None else CacheConfig()
         self._default_notice_logged = False
 
     @overload
@@ -97,8 +112,9 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -111,8 +127,9 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -124,8 +141,9 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task synchronously; never raises for a failed task.
@@ -138,6 +156,7 @@ class AtomicTaskExecutor:
             "limits": limits,
             "repair": repair,
             "model_settings": model_settings,
+            "cache": cache,
         }
         return run_blocking(self.execute_async(name_or_request, inputs, expect=expect, **options))
 
@@ -150,8 +169,9 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: None = None,
     ) -> TaskResult[Any]: ...
 
@@ -164,8 +184,9 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[T],
     ) -> TaskResult[T]: ...
 
@@ -177,16 +198,30 @@ class AtomicTaskExecutor:
         model: Model | str | None = None,
         retries: int | None = None,
         limits: TemplateLimits | Mapping[str, Any] | None = None,
-        repair: bool | None = None,
+        repair: RepairMode | str | bool | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task on the running event loop (pydantic-ai `run`); never raises for a failed task."""
-        overrides = _Overrides(retries, limits, repair, model_settings)
-        prepared = self._prepare(name_or_request, inputs, model, expect, overrides)
+        overrides = _Overrides(retries, limits, repair, model_settings, cache)
+        run = self._execute(lambda: self._prepare(name_or_request, inputs, model, expect, overrides))
+        tracing = self.manager.tracing  # OpenTelemetry: the task's span, with pydantic-ai's nested inside it
+        if tracing is None:
+            return await run
+        return await tracing.task(name_or_request, run, templates=self.templates, fingerprint=schema_fingerprint)
+
+    async def _execute(self, prepare: Callable[[], _Prepared | TaskResult[Any]]) -> TaskResult[Any]:
+        prepared = prepare()
         if isinstance(prepared, TaskResult):
             return prepared
-        return self._finish(prepared, await self.manager.run(prepared.call))
+        hit = self.cache.lookup(prepared.cache, prepared.call, prepared.started) if prepared.cache else None
+        if hit is not None:
+            return hit
+        result = self._finish(prepared, await self.manager.run(prepared.call))
+        if prepared.cache is not None:
+            self.cache.save(prepared.cache, result)  # a COMPLETE result only
+        return result
 
     def _prepare(
         self,
@@ -249,6 +284,8 @@ class AtomicTaskExecutor:
             choice = self.manager.handler.choose_model(call=model, template=template.model)
             limits = overrides.limits_for(template.limits)
             settings = overrides.settings_for(compiled.model_settings)
+            repair = overrides.repair_for(template.repair)
+            cache_policy = self.cache.policy(overrides.cache, template.cache)
         except UsageError as exc:
             return _failed(name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message))
         if choice.notice is not None and not self._default_notice_logged:
@@ -270,10 +307,11 @@ class AtomicTaskExecutor:
             retries=overrides.retries if overrides.retries is not None else template.retries,
             limits=limits,
             fallbacks=fallbacks,
-            repair=overrides.repair if overrides.repair is not None else template.repair,
+            repair=repair,
             model_settings=settings,
         )
-        return _Prepared(compiled=compiled, call=call, started=started)
+        plan = self.cache.plan(call, cache_policy, self.manager.handler) if cache_policy is not None else None
+        return _Prepared(compiled=compiled, call=call, started=started, cache=plan)
 
     def _finish(self, prepared: _Prepared, outcome: CallOutcome) -> TaskResult[Any]:
         call = prepared.call

@@ -18,7 +18,7 @@ from atomtask.loading.providers import API_KEY_ENV, install_command, provider_of
 from atomtask.system.errors import UsageError
 from atomtask.system.logs import get_logger
 from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
-from atomtask.system.templates import OutputMode, TemplateLimits
+from atomtask.system.templates import OutputMode, RepairMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -47,7 +47,7 @@ class ModelCall:
     retries: int | None = None
     limits: TemplateLimits | None = None
     fallbacks: tuple[ModelChoice, ...] = ()
-    repair: bool = True
+    repair: RepairMode = RepairMode.SAFE
     # The template's and the call's model settings, merged (the TaskSystem's go under them at run time).
     model_settings: dict[str, Any] | None = None
 

@@ -22,9 +22,10 @@ from typing import Any, NoReturn
 import attrs
 import pydantic_core
 from atomtask.handlers.redact import redact
-from atomtask.system.results import Attempt, UsageNotes
+from atomtask.system.provider_signals import report_rate_limited
+from atomtask.system.results import Attempt, Coercion, UsageNotes
 from atomtask.system.retry_policy import ProviderRetries
-from atomtask.system.templates import TemplateLimits
+from atomtask.system.templates import RepairMode, TemplateLimits, repair_mode
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
@@ -106,8 +107,9 @@ class RunState:
     """What one run records beyond its messages; passed as the run's `deps` to atomtask's capabilities."""
 
     retries: ProviderRetries = attrs.field(factory=ProviderRetries)
-    repair: bool = True
+    repair: RepairMode = attrs.field(default=RepairMode.SAFE, converter=repair_mode)
     repairs: dict[int, list[str]] = attrs.field(factory=dict)
+    coercions: dict[int, list[Coercion]] = attrs.field(factory=dict)
     syntax_errors: dict[int, str] = attrs.field(factory=dict)
     faults: list[Fault] = attrs.field(factory=list)
 
@@ -168,11 +170,13 @@ class ProviderRetry(AbstractCapability[Any]):
                 usage=usage,
             )
         )
+        retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
+        if isinstance(error, ModelRateLimitError):  # a batch slows all its workers down (no-op otherwise)
+            report_rate_limited(retry_after)
         if not transient:
             if cause is not None:
                 raise error from cause
             raise error
-        retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
         delay = state.retries.delay(retry, retry_after)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -200,6 +204,7 @@ def ledger_attempts(
                     "raw_output": raw,
                     "tool_name": tool,
                     "repairs": state.repairs.get(number, []),
+                    "coercions": state.coercions.get(number, []),
                     "parse_error": state.syntax_errors.get(number),
                     "usage": UsageNotes(
                         requests=1,
@@ -213,13 +218,15 @@ def ledger_attempts(
             )
         elif isinstance(message, ModelRequest):
             sent_at = message.timestamp
+            if not answered:  # the first request: no answer to give feedback on
+                continue
             # Validation feedback travels as a retried tool return (tool output) or a retry
             # feedback part (text output); both carry `retry` info and the error details.
             retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
-            if retried and answered:
+            if retried:
                 answered[-1]["errors"] = feedback_errors([getattr(p, "content", None) for p in retried])
-    entries: list[dict[str, Any]] = []
-    for position in range(len(answered) + 1):
+    entries: list[dict[str, Any]] = answered if not state.faults else []
+    for position in range(len(answered) + 1 if state.faults else 0):
         for fault in state.faults:
             if fault.after_response == position:
                 entry: dict[str, Any] = {"fault": f"{fault.error_type}: {fault.message}", "status": fault.status}

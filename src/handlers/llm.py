@@ -1,7 +1,7 @@
 """`LLMInteractionManager`: the only module that builds and runs pydantic-ai `Agent`s.
 
-One request in, one outcome out. Agents are cached by what changes them (the model and the output
-type and mode); everything that varies per call (the rendered system text, the prompt, retries,
+One request in, one outcome out. Agents are cached by what changes them (the model, the output
+type and mode, the tracing); everything that varies per call (the rendered system text, the prompt, retries,
 limits, model settings) is passed to the run, where the model really receives it. Every pydantic-ai outcome is
 mapped to a `CallOutcome`: the validated output, or a `TaskError` with a fixed reason (the request
 and outcome types and that mapping live in `atomtask.handlers.calls`). The raw answer of every
@@ -11,9 +11,10 @@ because pydantic-ai's exceptions do not carry them.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from atomtask.handlers.base import BaseHandler, ModelChoice
@@ -34,10 +35,14 @@ from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNote
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
 from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
+from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfileSpec
 from pydantic_ai.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from atomtask.handlers.tracing_spans import Tracing
 
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
@@ -52,8 +57,10 @@ class LLMInteractionManager:
     across all of them; the ledger of attempts covers all of them.
     """
 
-    def __init__(self, handler: BaseHandler) -> None:
+    def __init__(self, handler: BaseHandler, tracing: Tracing | None = None) -> None:
         self.handler = handler
+        #: OpenTelemetry spans (`handlers.tracing_spans`); None (off): no Agent is instrumented.
+        self.tracing = tracing
         self._agents: dict[tuple[Any, ...], tuple[Agent[RunState, Any], Any]] = {}
         self._lock = threading.Lock()
 
@@ -74,6 +81,10 @@ class LLMInteractionManager:
             run.succeeded(step, result.output, messages)
         return run.outcome()
 
+    def start(self, call: ModelCall) -> _Run:
+        """The state `run` drives for `call` (steps, ledger, outcome), for another driver (`handlers.streaming`)."""
+        return _Run(self, call)
+
     def agent_count(self) -> int:
         """How many distinct Agents have been built (for tests of the cache)."""
         return len(self._agents)
@@ -81,7 +92,7 @@ class LLMInteractionManager:
     def _agent(self, call: ModelCall, choice: ModelChoice) -> Agent[RunState, Any]:
         spec = choice.spec
         model_key: Any = spec if isinstance(spec, str) else ("instance", id(spec))
-        key = (model_key, call.output_cls, call.mode)
+        key = (model_key, call.output_cls, call.mode, self.tracing)
         cached = self._agents.get(key)
         if cached is not None:
             return cached[0]
@@ -99,6 +110,8 @@ class LLMInteractionManager:
                 capabilities=[_Reliability()],
                 model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
             )
+            if self.tracing is not None:  # pydantic-ai's spans, nested under the task's through the context
+                agent.instrument = self.tracing.instrumentation
             # The model instance is kept with its Agent so its id() cannot be reused by another.
             self._agents[key] = (agent, spec)
             return agent
@@ -121,8 +134,21 @@ def _sdk_retries(choice: ModelChoice) -> bool:
     return isinstance(choice.spec, str) and provider_of(choice.spec) in SDK_RETRYING_PROVIDERS
 
 
-class _Reliability(ProviderRetry, OutputRepair):
-    """Provider-fault retries and output repair as one capability (each capability costs per run)."""
+@dataclasses.dataclass
+class _Reliability(ToolSearch[Any], ProviderRetry, OutputRepair):
+    """Provider-fault retries and output repair, as the Agent's `ToolSearch` capability.
+
+    pydantic-ai runs every hook of a run over every capability the Agent holds, copying the
+    `RunContext` for each: one more capability costs about 5% of a run whether or not its hooks do
+    anything. Every Agent holds a default `ToolSearch` (added unless one is given; it does nothing
+    without deferred tools), so this one takes its place, with `ToolSearch`'s defaults unchanged,
+    and an atomtask Agent holds no more capabilities than a bare one.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # The state used when the run's `deps` is not a `RunState` (see `run_state`).
+        self.state = RunState()
 
 
 @attrs.frozen(kw_only=True)
@@ -151,7 +177,7 @@ class _Run:
         if self.done or len(self.tried) >= len(self.models):
             return None
         choice = self.models[len(self.tried)]
-        budget = remaining_limits(self.call.limits, _total(self.attempts))
+        budget = remaining_limits(self.call.limits, _total(self.attempts)) if self.call.limits is not None else None
         if isinstance(budget, str):
             self._finish(budget_error(self.call, choice, budget, self.attempts))
             return None
@@ -198,8 +224,8 @@ class _Run:
 
     def outcome(self) -> CallOutcome:
         _log_attempts(self.call, self.attempts)
-        answered = [a for a in self.attempts if a.fault is None]
-        content = answered[-1].raw_output if answered else None
+        # The last answer's raw text (a provider fault has none).
+        content = next((a.raw_output for a in reversed(self.attempts) if a.fault is None), None)
         return CallOutcome(
             output=self.output if self.error is None else None,
             content=content,
@@ -238,6 +264,8 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
 
 
 def _total(attempts: list[Attempt]) -> UsageNotes:
+    if len(attempts) == 1:  # the usual case: a copy, so the notes' total and the attempt's usage stay apart
+        return attempts[0].usage.model_copy()
     total = UsageNotes()
     for attempt in attempts:
         total = total + attempt.usage

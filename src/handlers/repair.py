@@ -2,14 +2,19 @@
 
 `repair_output` reads a model's raw answer leniently (json-repair does the syntactic part) and adds
 two schema-aware steps where the intended value is unambiguous: a bare list where the schema wraps
-a single list field, and a single object where a list of such objects is expected. It refuses,
-with a reason the model can act on, whenever the repair would have to guess: the answer was cut off
-inside a value, text inside the JSON would be dropped, or it holds more than one JSON value.
+a single list field, and a single object where a list of such objects is expected. A repair may
+change syntax, never content: it refuses, with a reason the model can act on, whenever it would
+have to guess: the answer was cut off inside a value, text inside the JSON would be dropped, it
+holds more than one JSON value, a list or object would gain or lose items, or where a string begins
+and ends is not certain (a quote inside a single-quoted string, triple quotes, text right after a
+string; `json_scan` finds these).
 
 `OutputRepair` is the pydantic-ai capability that applies it: it wraps output validation, so the
 happy path costs one `await`, and a repaired value still goes through pydantic-ai's full
-validation. It works in every output mode (tool-call arguments, native JSON, prompted text) and can
-be passed to any pydantic-ai `Agent` (`capabilities=[OutputRepair()]`).
+validation; a repaired value with a key the schema ignores is re-asked (text may have been misread
+into it). With `repair: lenient` (`RunState.repair`) it also reads values toward the schema
+(`atomtask.handlers.lenient`). It works in every output mode (tool-call arguments, native JSON,
+prompted text) and can be passed to any pydantic-ai `Agent` (`capabilities=[OutputRepair()]`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ import attrs
 import json_repair
 from atomtask.handlers.json_scan import CLOSER, content_problem, first_opener, scan, truncation_problem
 from atomtask.handlers.ledger import RunState, run_state
+from atomtask.handlers.lenient import LenientReading, from_text, toward_schema
 from atomtask.schemas.type_strings import strip_optional
+from atomtask.system.results import Coercion
+from atomtask.system.templates import RepairMode
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -247,46 +255,82 @@ class OutputRepair(AbstractCapability[Any]):
                 raise
             original = error
         state = run_state(ctx, self.state)
-        if not state.repair:
+        if state.repair is RepairMode.OFF:
             raise original
         response = sum(isinstance(m, ModelResponse) for m in ctx.messages)
-        outcome = repair_output(output, output_context.output_type)
+        cls = output_context.output_type
+        outcome = repair_output(output, cls)
         if outcome.syntax_error is not None:
             state.syntax_errors[response] = outcome.syntax_error
-        if not outcome.usable:
+        value: Any = outcome.value
+        coercions: tuple[Coercion, ...] = ()
+        if state.repair is RepairMode.LENIENT and _is_model(cls):
+            reading = toward_schema(value, cls) if outcome.usable else _from_text(output, cls)
+            if reading is not None and reading.problem is not None:
+                raise ModelRetry(_ambiguous(reading.problem))
+            if reading is not None:
+                value, coercions = reading.value, reading.coercions
+        if not outcome.usable and not coercions:
             raise ModelRetry(_refusal(outcome))
-        if not outcome.changes:
+        if not outcome.changes and not coercions:
             raise original  # valid JSON that no schema-aware step fits: pydantic-ai's own feedback
         try:
-            validated = await handler(json.dumps(outcome.value))
+            validated = await handler(json.dumps(value))
         except ValidationError as exc:
             raise ModelRetry(_rejected(outcome, exc)) from exc
-        state.repairs[response] = [*outcome.changes, *_coercions(outcome.value, validated)]
+        notes, ignored = _coercions(value, validated)
+        if ignored:
+            # A key the schema lacks, in a value a repair produced: text may have been misread into it.
+            raise ModelRetry(_ignored(outcome, ignored))
+        state.repairs[response] = [*outcome.changes, *(str(c) for c in coercions), *notes]
+        if coercions:
+            state.coercions[response] = list(coercions)
         return validated
 
 
-def _coercions(sent: Any, validated: Any, limit: int = 10) -> list[str]:
-    """What validation changed in a repaired value: lax coercions and fields the schema ignored."""
+def _from_text(output: str | dict[str, Any], cls: type[BaseModel]) -> LenientReading | None:
+    return from_text(output, cls) if isinstance(output, str) else None
+
+
+def _coercions(sent: Any, validated: Any, limit: int = 10) -> tuple[list[str], list[str]]:
+    """What validation changed in a repaired value: its lax coercions, and the keys the schema ignored."""
     if not isinstance(validated, BaseModel):
-        return []
+        return [], []
     found: list[str] = []
-    _diff(sent, validated.model_dump(mode="json", by_alias=True), "", found)
-    return found[:limit]
+    ignored: list[str] = []
+    _diff(sent, validated.model_dump(mode="json", by_alias=True), "", found, ignored)
+    return found[:limit], ignored
 
 
-def _diff(sent: Any, kept: Any, path: str, found: list[str]) -> None:
+def _diff(sent: Any, kept: Any, path: str, found: list[str], ignored: list[str]) -> None:
     if isinstance(sent, dict) and isinstance(kept, dict):
         for key, value in sent.items():
             where = f"{path}.{key}" if path else str(key)
             if key not in kept:
-                found.append(f"ignored {where!r}, which is not in the schema")
+                ignored.append(where)
             else:
-                _diff(value, kept[key], where, found)
+                _diff(value, kept[key], where, found, ignored)
     elif isinstance(sent, list) and isinstance(kept, list) and len(sent) == len(kept):
         for index, (a, b) in enumerate(zip(sent, kept, strict=True)):
-            _diff(a, b, f"{path}[{index}]", found)
+            _diff(a, b, f"{path}[{index}]", found, ignored)
     elif type(sent) is not type(kept) or sent != kept:
         found.append(f"coerced {path or 'the value'!r} from {sent!r} to {kept!r}")
+
+
+def _ignored(outcome: RepairOutcome, keys: list[str]) -> str:
+    head = f"Your answer is not valid JSON ({outcome.syntax_error}). " if outcome.syntax_error else ""
+    named = ", ".join(repr(k) for k in keys[:5])
+    return (
+        f"{head}Read leniently, it has keys the schema does not have ({named}), so part of its text may "
+        "have been misread. Answer again with only the JSON value that matches the schema."
+    )
+
+
+def _ambiguous(problem: str) -> str:
+    return (
+        f"Your answer can be read in more than one way: {problem}. Answer again with only the JSON value "
+        "that matches the schema."
+    )
 
 
 def _refusal(outcome: RepairOutcome) -> str:

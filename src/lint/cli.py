@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="CODE", help="skip these codes or prefixes")
     parser.add_argument("--strict", action="store_true", help="warnings fail the check too")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every file again instead of reusing the findings of unchanged ones "
+        "(cache: $ATOMTASK_CACHE_DIR, else $XDG_CACHE_HOME/atomtask or ~/.cache/atomtask)",
+    )
     parser.add_argument("--explain", metavar="CODE", help="explain a code, with an example, and exit")
 
 
@@ -90,14 +96,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.model and os.environ.get("ATOMTASK_MODEL"):
         check_model_string(os.environ["ATOMTASK_MODEL"], where="the `ATOMTASK_MODEL` environment variable")
 
-    from atomtask.lint.engine import check
+    from atomtask.lint.engine import check, check_cache
 
     # A check allocates many long-lived objects and almost no cyclic garbage: the collector's full
     # passes cost ~20% of the run and free next to nothing, so it pauses while the check runs.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        report = check(paths, python=args.python, models=args.model, select=select, ignore=ignore)
+        cache = None if args.no_cache else check_cache(models=args.model, select=select, ignore=ignore)
+        report = check(paths, python=args.python, models=args.model, select=select, ignore=ignore, cache=cache)
     finally:
         if collecting:
             gc.enable()
@@ -110,6 +117,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "templates": report.templates,
                 "schemas": report.schemas,
                 "workflows": report.workflows,
+                "lenient": list(report.lenient),
                 "errors": report.errors,
                 "warnings": report.warnings,
                 "failed": failed,
@@ -119,6 +127,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         for finding in report.findings:
             print(finding, file=out)
+        if report.lenient:
+            names = ", ".join(report.lenient)
+            print(f"Lenient repair (`repair: lenient`, values read toward the schema): {names}.", file=out)
         print(_summary(report, report.errors, report.warnings), file=out)
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 

@@ -1,51 +1,38 @@
 """`check`: every declaration file and Python module given, through the registration code, all findings.
 
-Workflows (from the files, and the systems of `--python` modules) are checked after the templates,
-by `atomtask.lint.workflow_findings`.
+The checking itself is `atomtask.lint.session.CheckRun` (the registration code, each finding filed
+under its file); workflows (from the files, and the systems of `--python` modules) are checked after
+the templates, by `atomtask.lint.workflow_findings`. Importing `--python` modules and locating
+findings in Python source is `atomtask.lint.python_sources`; `CheckReport` is defined with the findings.
 
-Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
-`ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
-disagree; unlike registration, one mistake does not stop the check: each template and schema is
-checked on its own and every finding is kept. Importing `--python` modules and locating findings in
-Python source is `atomtask.lint.python_sources`; `CheckReport` is defined with the findings.
+With a `CheckCache` (the `atomtask check` command uses one unless `--no-cache`), a file whose
+content and dependencies are unchanged is not read or compiled again: its findings come from the
+cache (`atomtask.lint.cache` says what a file depends on). Only the changed files, the files that
+depend on them, the files they use and the files checked every time go through `CheckRun`; when
+that finds an error, every file goes through it, so a "did you mean" reads every declared name.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from atomtask.lint import compat, rules
-from atomtask.lint.findings import RULES, CheckReport, Finding, matches
-from atomtask.lint.problems import closure, template_problems
-from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
-from atomtask.lint.workflow_findings import workflow_problems
-from atomtask.loading.checks import CompiledTemplate
-from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+import attrs
+from atomtask.lint.cache import CheckCache, Entry, FileFacts, content_hash, dependencies, duplicated, fingerprint
+from atomtask.lint.cache import mentioned as mentioned_names
+from atomtask.lint.findings import CheckReport, Finding, Severity, matches
 from atomtask.loading.providers import check_model_string
-from atomtask.loading.readers import declaration_files, read_file
-from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.schemas.builtins import register_builtin_schemas
-from atomtask.schemas.declarations import JsonSchemaDef, SchemaDef
-from atomtask.schemas.field_checks import schema_problems
-from atomtask.schemas.fields import build_models
-from atomtask.schemas.model_registry import ModelRegistry
-from atomtask.schemas.nested_fields import flatten
-from atomtask.system.errors import (
-    ConfigurationError,
-    DuplicateNameError,
-    SchemaError,
-    SourceLocation,
-    UsageError,
-)
-from atomtask.system.templates import Template
-from atomtask.system.workflow_errors import WorkflowError
-from atomtask.system.workflows import Workflow
-from pydantic import BaseModel
+from atomtask.loading.readers import declaration_files
+from atomtask.system.errors import SourceLocation, UsageError
 
-__all__ = ["CheckReport", "check"]
+if TYPE_CHECKING:
+    from atomtask.lint.session import CheckRun
+
+__all__ = ["CheckReport", "check", "check_cache"]
 
 
 def check(
@@ -55,6 +42,7 @@ def check(
     models: Sequence[str] = (),
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
+    cache: CheckCache | None = None,
 ) -> CheckReport:
     """Check declaration files and folders, and the templates of the Python modules named in `python`.
 
@@ -66,319 +54,182 @@ def check(
             (default: `$ATOMTASK_MODEL` when set).
         select: only report codes starting with one of these (default: all).
         ignore: do not report codes starting with one of these.
+        cache: reuse the findings of unchanged files (see `check_cache`); not used with `python`
+            modules, whose code the cache cannot see.
+
+    The cycle collector pauses while the check runs: it allocates many long-lived objects (a class and
+    a JSON Schema per schema) and next to no cyclic garbage, so its full passes cost ~20% and free
+    nothing; it runs again (if it was on) when the check returns.
     """
+    with _collector_paused():
+        return _check(list(paths), list(python), models, select, ignore, cache)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(
+    paths: list[str | Path],
+    python: list[str],
+    models: Sequence[str],
+    select: Sequence[str],
+    ignore: Sequence[str],
+    cache: CheckCache | None,
+) -> CheckReport:
     defaults = tuple(models) or _env_models()
     for model in defaults:  # a bad argument, not a finding: raises ConfigurationError
         check_model_string(model, where="the models to check against")
-    run = _Run(default_models=defaults)
-    for module in python:
-        run.import_module(module)
     files: list[Path] = []
+    missing: list[Finding] = []
     for path in paths:
         try:
             files.extend(declaration_files([path]))
         except UsageError as exc:  # a missing path: the others are still checked
-            run.add(exc.with_location(SourceLocation(file=str(path))), "E101")
-    declarations = Declarations()
-    for file in files:
-        declarations.extend(run.read(file))
-    for skipped in declarations.skipped:
-        run.note("W101", skipped.message, skipped.location)
-    run.broken_schemas.update(declarations.invalid_schemas)
-    run.register_schema_sources(declarations)
-    run.register_schemas(declarations.schemas)
-    for template in declarations.templates:
-        run.register_template(template)
-    run.workflows.extend(declarations.workflows)
-    for problem in workflow_problems(run.workflows, run.templates, run.models, run.broken_templates):
-        run.note(problem.code, problem.message, problem.location)
+            where = exc.location or SourceLocation(file=str(path))
+            missing.append(Finding(code="E101", severity=Severity.ERROR, message=exc.message, location=where))
 
     def wanted(code: str) -> bool:
         return (not select or matches(code, select)) and not matches(code, ignore)
 
-    run.lint(wanted)
-    findings = [f for f in run.findings.values() if wanted(f.code)]
+    run: CheckRun | _Unchecked
+    if cache is None or python:
+        run = _new_run(defaults)
+        for module in python:
+            run.import_module(module)
+        run.read_files(files)
+        run.check_read([str(f) for f in files], wanted)
+        reused: dict[str, Entry] = {}
+    else:
+        run, reused = _incremental(files, defaults, wanted, cache)
+    findings = {(f.code, str(f.location), f.message): f for entry in reused.values() for f in entry.findings}
+    findings.update(run.findings)
+    findings.update({(f.code, str(f.location), f.message): f for f in missing})
+    kept = reused.values()
     return CheckReport(
-        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        findings=tuple(sorted((f for f in findings.values() if wanted(f.code)), key=Finding.sort_key)),
         files=len(files),
-        templates=run.templates_seen,
-        schemas=run.schemas_seen,
+        templates=run.templates_seen + sum(len(e.facts.templates) for e in kept),
+        schemas=run.schemas_seen + sum(e.facts.schema_count for e in kept),
         workflows=len(run.workflows),
+        lenient=tuple(sorted([*run.lenient, *(n for e in kept for n in e.facts.lenient)])),
     )
+
+
+def check_cache(
+    directory: Path | None = None, *, models: Sequence[str] = (), select: Sequence[str] = (), ignore: Sequence[str] = ()
+) -> CheckCache:
+    """The cache for a check with these options (its findings depend on them); `directory` defaults to `cache_dir()`."""
+    context = {"models": list(models) or list(_env_models()), "select": list(select), "ignore": list(ignore)}
+    return CheckCache(directory, context=context)
+
+
+def _incremental(
+    files: Sequence[Path], defaults: tuple[str, ...], wanted: Callable[[str], bool], cache: CheckCache
+) -> tuple[CheckRun | _Unchecked, dict[str, Entry]]:
+    """Check what changed (and what that needs); take the rest from `cache`; refresh the entries checked."""
+    order = [str(f) for f in files]
+    contents: dict[str, str] = {}
+    tokens: dict[str, set[str]] = {}
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue  # checked, so the reader reports it
+        contents[str(file)] = content_hash(data)
+        tokens[str(file)] = mentioned_names(data.decode("utf-8", errors="replace"))
+    entries: dict[str, Entry] = {}
+    for name in order:
+        entry = cache.load(name, contents[name]) if name in contents else None
+        if entry is not None:
+            entries[name] = entry
+    unread = [f for f in files if str(f) not in entries]
+    run = _new_run(defaults) if unread else None  # every file in the cache: none of the registration code
+    if run is not None:
+        run.read_files(unread)
+    facts = _facts(order, entries, run)
+    closed = dependencies(order, facts, tokens)
+    names = fingerprint(n for fact in facts.values() for n in fact.names)
+    changed = set(order) - set(entries)
+    changed |= duplicated(order, facts)
+    for name in order:
+        volatile = facts[name].volatile or any(facts[other].volatile for other in closed[name])
+        entry = entries.get(name)
+        if volatile or (entry is not None and not _still_valid(entry, closed[name], contents, names)):
+            changed.add(name)
+    needed = changed | {other for name in changed for other in closed[name]}
+    if not needed:
+        cache.stats.reused = list(order)
+        return _Unchecked(), entries
+    if run is None:
+        run = _new_run(defaults)
+    run.read_files(Path(name) for name in order if name in needed and name not in run.declared)
+    run.check_read([name for name in order if name in needed], wanted)
+    if len(needed) < len(order) and any(f.severity is Severity.ERROR for f in run.findings.values()):
+        # A "did you mean" or a list of known names must read every declared name: check everything.
+        cache.stats.full = True
+        run = _new_run(defaults)
+        run.read_files(files)
+        run.check_read(order, wanted)
+        needed = set(order)
+    checked = _facts(order, {n: e for n, e in entries.items() if n not in needed}, run)
+    if checked != facts:  # what the files declare changed since the cache's entries were made
+        facts = checked
+        closed = dependencies(order, facts, tokens)
+        names = fingerprint(n for fact in facts.values() for n in fact.names)
+    fresh: dict[str, Entry] = {}
+    for name in order:
+        if name in needed and name in contents and name in run.facts:
+            found = tuple(run.by_file.get(name, {}).values())
+            errors = any(f.severity is Severity.ERROR for f in found)
+            deps = fingerprint(f"{other}:{contents.get(other)}" for other in closed[name])
+            fresh[name] = Entry(
+                content=contents[name],
+                deps=deps,
+                names=names if errors else None,
+                facts=run.facts[name],
+                findings=found,
+            )
+    cache.save_all(fresh)  # at the end, in one pass over the cache's directory
+    cache.stats.checked = [name for name in order if name in needed]
+    cache.stats.reused = [name for name in order if name not in needed]
+    return run, {name: entries[name] for name in cache.stats.reused}
+
+
+@attrs.define
+class _Unchecked:
+    """The part of a `CheckRun` a report reads, for a check that took every file from the cache."""
+
+    findings: dict[tuple[str, str, str], Finding] = attrs.field(factory=dict)
+    templates_seen: int = 0
+    schemas_seen: int = 0
+    workflows: list[object] = attrs.field(factory=list)
+    lenient: list[str] = attrs.field(factory=list)
+
+
+def _facts(order: Sequence[str], entries: dict[str, Entry], run: CheckRun | None) -> dict[str, FileFacts]:
+    made = run.facts if run is not None else {}
+    return {name: entries[name].facts if name in entries else made.get(name, FileFacts()) for name in order}
+
+
+def _still_valid(entry: Entry, closed: set[str], contents: dict[str, str], names: str) -> bool:
+    deps = fingerprint(f"{other}:{contents.get(other)}" for other in closed)
+    return entry.deps == deps and (entry.names is None or entry.names == names)
+
+
+def _new_run(defaults: tuple[str, ...]) -> CheckRun:
+    from atomtask.lint.session import CheckRun  # the registration code: only when a file is checked
+
+    return CheckRun(default_models=defaults)
 
 
 def _env_models() -> tuple[str, ...]:
     model = os.environ.get("ATOMTASK_MODEL")
     return (model,) if model else ()
-
-
-def _code(exc: UsageError) -> str:
-    if isinstance(exc, DuplicateNameError):
-        return "E105"
-    if isinstance(exc, ConfigurationError):
-        return "E104"
-    if isinstance(exc, SchemaError):
-        return "E103"
-    return "E102"
-
-
-class _Run:
-    def __init__(self, default_models: tuple[str, ...]) -> None:
-        self.default_models = default_models
-        self.models = ModelRegistry()
-        register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
-        self.templates = TemplateRegistry(self.models)
-        self.findings: dict[tuple[str, str, str], Finding] = {}
-        self.schema_defs: dict[str, SchemaDef] = {}
-        self.json_defs: dict[str, JsonSchemaDef] = {}  # by name and by the schema's own `title`
-        self.broken_schemas: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
-        self.templates_seen = 0
-        self.schemas_seen = 0
-        self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
-        self.workflows: list[Workflow] = []  # from the files and the `--python` modules' systems
-        self.broken_templates: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
-
-    # -- findings -------------------------------------------------------------------------------------------
-
-    def add(self, exc: UsageError, code: str | None = None) -> None:
-        self.note(code or _code(exc), exc.message, exc.location)
-
-    def note(self, code: str, message: str, location: SourceLocation | None) -> None:
-        key = (code, str(location), message)
-        if key not in self.findings:
-            self.findings[key] = Finding(code=code, severity=RULES[code].severity, message=message, location=location)
-
-    # -- reading --------------------------------------------------------------------------------------------
-
-    def read(self, file: Path) -> Declarations:
-        errors: list[UsageError] = []
-        try:
-            declarations = read_file(file, errors)
-        except UsageError as exc:
-            errors.append(exc.with_location(SourceLocation(file=str(file))))
-            declarations = Declarations()
-        except (OSError, UnicodeDecodeError) as exc:
-            self.note("E101", f"Cannot read the file: {exc}.", SourceLocation(file=str(file)))
-            declarations = Declarations()
-        for error in errors:  # a workflow's shape mistake keeps its own code (E110)
-            self.add(error, error.code if isinstance(error, WorkflowError) else "E101")
-        return declarations
-
-    def import_module(self, name: str) -> None:
-        try:
-            module = import_python(name)
-        except UsageError as exc:
-            self.add(exc.with_location(raising_line(exc) or SourceLocation(file=name)))
-            return
-        except Exception as exc:
-            self.note(
-                "E106",
-                f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
-                "(`--python package.module` or `--python path/to/file.py`).",
-                raising_line(exc) or SourceLocation(file=name),
-            )
-            return
-        from atomtask.task_system import TaskSystem
-
-        file = getattr(module, "__file__", None) or name
-        found = 0
-        for value in list(vars(module).values()):
-            if isinstance(value, TaskSystem):
-                found += 1
-                for schema in value.models.names():
-                    if schema in self.models and self.models.get(schema) is value.models.get(schema):
-                        continue  # a built-in every system has
-                    self.schemas_seen += 1
-                    try:
-                        self.models.register(
-                            value.models.get(schema), schema, location=value.models.location_of(schema)
-                        )
-                    except UsageError as exc:
-                        self.add(exc)
-                for template_name in value.templates.names():
-                    self.python_files.setdefault(template_name, file)
-                    self.register_template(value.templates.get(template_name))
-                self.workflows.extend(value.workflows.get(flow) for flow in value.workflows.names())
-            elif isinstance(value, Template):
-                found += 1
-                self.python_files.setdefault(value.name, file)
-                self.register_template(value)
-        if not found:
-            self.note(
-                "E106",
-                f"Module {name!r} defines no module-level `TaskSystem` or `Template`; expose the system the "
-                "application uses (e.g. `system = TaskSystem(...)`) so check can see its templates.",
-                SourceLocation(file=file),
-            )
-
-    # -- registration, through the library's own code --------------------------------------------------------
-
-    def register_schema_sources(self, declarations: Declarations) -> None:
-        """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
-        from atomtask.schemas.sources import register_schema_sources
-
-        self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
-        for definition in declarations.json_schemas:
-            title = definition.json_schema.get("title") if isinstance(definition.json_schema, dict) else None
-            for key in (title, definition.name):
-                if isinstance(key, str):
-                    self.json_defs[key] = definition
-        try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)
-            register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
-            return
-        except UsageError:
-            pass
-        for json_schema in declarations.json_schemas:
-            if json_schema.name in self.models:
-                continue
-            try:
-                register_schema_sources([json_schema], [], self.models)
-            except UsageError as exc:
-                self.broken_schemas[json_schema.name] = json_schema.location
-                self.add(exc)
-        for python_schema in declarations.python_schemas:
-            if python_schema.name in self.models:
-                continue
-            try:
-                register_schema_sources([], [python_schema], self.models)
-            except UsageError as exc:
-                self.broken_schemas[python_schema.name] = python_schema.location
-                self.add(exc)
-
-    def register_schemas(self, schemas: list[SchemaDef]) -> None:
-        self.schemas_seen += len(schemas)
-        unique: dict[str, SchemaDef] = {}
-        for schema in schemas:
-            first = unique.get(schema.name)
-            if first is None:
-                unique[schema.name] = schema
-            elif first != schema:
-                self.broken_schemas[schema.name] = schema.location
-                try:
-                    reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
-                except UsageError as exc:
-                    self.add(exc)
-        known = {name: self.models.get(name) for name in self.models.names()}
-        self.schema_defs.update({spec.name: spec for spec in flatten(unique.values(), known)})
-        batch = list(unique.values())
-        try:
-            built = build_models(batch, known=known)  # the fast path: one call, as `TaskSystem.load` makes
-        except UsageError:
-            built = {}
-            for schema in batch:  # find every mistake: each schema with just what it references
-                try:
-                    built[schema.name] = build_models(closure(schema, unique), known=known)[schema.name]
-                except UsageError as exc:
-                    self.broken_schemas[schema.name] = schema.location
-                    self.add(exc)
-                    for problem in schema_problems(schema, {*known, *unique}):
-                        self.add(problem)
-        for name, cls in built.items():
-            try:
-                self.models.register(cls, name, location=unique[name].location)
-            except UsageError as exc:
-                self.add(exc)
-
-    def register_template(self, template: Template) -> None:
-        self.templates_seen += 1
-        try:
-            self.templates.register(template)
-        except UsageError as exc:
-            self.broken_templates.setdefault(template.name, template.location)
-            for problem in [exc, *template_problems(template, self.models)]:
-                self.add_template_problem(template, problem)
-
-    def add_template_problem(self, template: Template, problem: UsageError) -> None:
-        """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
-        broken = [n for n in self.broken_schemas if f"schema {n!r}" in problem.message]
-        if isinstance(problem, SchemaError) and broken:
-            name = broken[0]
-            declared = self.broken_schemas[name]
-            at = f" at {declared}" if declared is not None else ""
-            message = (
-                f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it is "
-                "not registered (its errors are reported there). Fix that declaration."
-            )
-            problem = SchemaError(message, location=problem.location)
-        self.add(problem.with_location(self._locate(template)))
-
-    # -- warnings ---------------------------------------------------------------------------------------------
-
-    def lint(self, wanted: Callable[[str], bool]) -> None:
-        """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them."""
-        schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
-        schemas: dict[type[BaseModel], dict[str, Any]] = {}
-        issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
-        for name in self.templates.names():
-            compiled = self.templates.compiled(name)
-            self._template_warnings(compiled)
-            cls = compiled.output_cls
-            if cls is None or not schema_rules:
-                continue
-            if cls not in schemas:
-                schemas[cls] = cls.model_json_schema()
-                for code, message, owner, field in rules.schema_issues(rules.described_schema(cls, schemas[cls])):
-                    self.note(code, message, self._field_location(owner, field, compiled))
-            for model in self._models_of(compiled.template):
-                key = (cls, model, compiled.output_mode.value)
-                if key not in issues:  # templates sharing a schema, model and mode share the analysis
-                    issues[key] = compat.analyse(schemas[cls], model, compiled.output_mode.value)
-                for issue in issues[key]:
-                    if issue.code == "P301":  # about the template's choice of mode, not its schema
-                        template = compiled.template
-                        where = template.location_of("output_format.mode") or self._locate(template)
-                    else:
-                        where = self._field_location(issue.owner, issue.field, compiled)
-                    self.note(issue.code, issue.message, where)
-
-    def _template_warnings(self, compiled: CompiledTemplate) -> None:
-        template = compiled.template
-        for code, message, field in rules.template_issues(compiled):
-            self.note(code, message, template.location_of(field) or self._locate(template))
-
-    def _models_of(self, template: Template) -> list[str]:
-        declared = [template.model] if template.model else list(self.default_models)
-        fallbacks = getattr(template, "fallbacks", None) or []
-        return [m for m in [*declared, *fallbacks] if isinstance(m, str)]
-
-    # -- locations ----------------------------------------------------------------------------------------------
-
-    def _json_location(self, owner: str | None, field: str | None) -> SourceLocation | None:
-        """Where a field of a JSON Schema (or of one of its `$defs`) is written, when `owner` is one."""
-        if not owner:
-            return None
-        member = f"/properties/{field}" if field else ""
-        definition = self.json_defs.get(owner)
-        if definition is not None:
-            return definition.location_at(member)
-        for definition in self.json_defs.values():
-            schema = definition.json_schema
-            for defs in ("$defs", "definitions"):
-                if isinstance(schema, dict) and owner in (schema.get(defs) or {}):
-                    return definition.location_at(f"/{defs}/{owner}{member}")
-        return None
-
-    def _locate(self, template: Template) -> SourceLocation | None:
-        if template.location is not None:
-            return template.location
-        file = self.python_files.get(template.name)
-        return find_in_file(file, template.name) if file else None
-
-    def _field_location(
-        self, owner: str | None, field: str | None, compiled: CompiledTemplate
-    ) -> SourceLocation | None:
-        where = self._json_location(owner, field)
-        if where is not None:
-            return where
-        schema = self.schema_defs.get(owner) if owner else None
-        if schema is not None:
-            for field_def in schema.fields:
-                if field_def.name == field and field_def.location is not None:
-                    return field_def.location
-            return schema.location
-        if owner and owner in self.models:
-            where = self.models.location_of(owner) or class_location(self.models.get(owner), field)
-            if where is not None:
-                return where
-        template = compiled.template
-        return template.location_of("output_format.schema") or self._locate(template)

@@ -72,6 +72,7 @@ class CheckReport:
     templates: int
     schemas: int
     workflows: int = 0
+    lenient: tuple[str, ...] = ()  # the templates that run `repair: lenient` (values read toward the schema)
 
     @property
     def errors(self) -> int:
@@ -168,9 +169,9 @@ line that raised.
     atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
 """,
     ),
-    # -- E110-E119: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
+    # -- E110-E120: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
     *(_rule(code, name, E, summary, text) for code, name, summary, text in WORKFLOW_RULE_TEXTS),
-    # -- W1xx: files read but not taken as declarations ---------------------------------------------------------
+    # -- W1xx: what is read but not taken (or not enforced) as written -------------------------------------------
     _rule(
         "W101",
         "json-file-not-a-schema",
@@ -183,6 +184,41 @@ configuration file, not a schema: it is skipped (`TaskSystem.load` logs `json_fi
 than becoming a schema that accepts anything.
 
     templates/settings.json:1:1: W101 'settings.json' is skipped: it holds a JSON object with no JSON Schema keyword
+""",
+    ),
+    _rule(
+        "W102",
+        "json-schema-keyword-ignored",
+        W,
+        "a JSON Schema keyword looks misspelt, or belongs to another draft: it is ignored, not enforced",
+        """
+JSON Schema ignores keywords it does not know, so the schema loads, but a misspelt keyword
+(`minimun`, `additonalProperties`, `type:`) or one of another draft than the schema's (`const` under
+draft-04, `dependencies` under 2020-12) constrains nothing. Vendor keywords (`x-...`, `_...`) and names
+far from every keyword (`javaType`, `tsType`) are not reported. `strict_schema: true` on the schema
+declaration refuses the schema instead; `--strict` fails the check.
+
+    {"type": "object", "additonalProperties": false}
+    # W102 JSON Schema 'Order': unknown keyword 'additonalProperties' at `/`. Did you mean 'additionalProperties'?
+""",
+    ),
+    _rule(
+        "W103",
+        "json-schema-format-unchecked",
+        W,
+        "a JSON Schema `format` is not checked: it is an annotation",
+        """
+`format` is enforced for the 2020-12 formats (`date`, `date-time`, `time`, `duration`, `email`,
+`idn-email`, `hostname`, `idn-hostname`, `ipv4`, `ipv6`, `uri`, `uri-reference`, `iri`, `iri-reference`,
+`uri-template`, `uuid`, `json-pointer`, `relative-json-pointer`, `regex`) and the OpenAPI formats with
+an obvious check (`int32`, `int64`, `float`, `double` on numbers; `byte`: base64 text). Any other
+format is an annotation, as JSON Schema says: the schema loads, values are not validated against it
+(`binary` and `password`, hints by definition, are not reported).
+Formats are case-sensitive (`URI` is not `uri`); a regular expression belongs in `pattern`.
+`strict_schema: true` on the schema declaration refuses the schema instead; `--strict` fails the check.
+
+    {"type": "string", "format": "URI"}
+    # W103 JSON Schema 'Link': `format` 'URI' at `/` is not one that is checked ... Did you mean 'uri'?
 """,
     ),
     # -- W2xx: prompt and template quality --------------------------------------------------------------------

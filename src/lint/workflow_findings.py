@@ -1,7 +1,7 @@
 """The workflows of `atomtask check`: every problem of every workflow, from the checks registration runs.
 
 `WorkflowRegistry.check_all` runs the checks `TaskSystem.load` runs (through `register_all`), so the
-findings (E110-E119) are the errors loading would raise, all of them rather than the first: a circle
+findings (E110-E120) are the errors loading would raise, all of them rather than the first: a circle
 of sub-workflows (E118) or a broken workflow hides nothing of the other workflows, in any file. A
 workflow declared twice with different contents is E105, as a template would be; a step whose task
 is declared but invalid says so, rather than calling the task unknown.

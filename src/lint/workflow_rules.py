@@ -1,4 +1,4 @@
-"""The texts of the workflow codes E110-E119 (`atomtask check --explain E113`), one per workflow error class.
+"""The texts of the workflow codes E110-E120 (`atomtask check --explain E113`), one per workflow error class.
 
 The code and the rule's name come from the error classes themselves (`atomtask.system.workflow_errors`),
 so a finding and its explanation cannot drift apart; here are the one-line summaries and the examples.
@@ -115,6 +115,22 @@ one field would make the result depend on timing. Write different fields and com
     parallel:
       - {id: a, task: summarize, inputs: {...}, output: summary}
       - {id: b, task: summarize, inputs: {...}, output: summary}   # E119
+""",
+    ),
+    "E120": (
+        "a migration is wrong: its versions do not chain, or a field, value, step or function it names",
+        """
+`migrations` turn the state of a run recorded under an older `version` into the current one, on resume.
+Checked before any run: one migration per `from` version, chaining to the current `version` with no
+circle; the fields written (`rename` targets, `set`, `convert`) exist in the current state (or a later
+migration drops or renames them); a dropped or renamed field was not already removed by the migration
+before; `set` values fit their field; `resume_at` is a step; `call` imports from an `importable` package.
+
+    version: "1.2"
+    migrations:
+      - {from: "1.0", to: "1.1", rename: {title: headlne}}   # E120 ... writes `state.headlne` (`rename`), but the
+                                                             # state of the current version has no field ...
+      - {from: "1.1", to: "1.2", set: {score: high}}         # E120 ... sets `state.score` (int) to 'high' ...
 """,
     ),
 }

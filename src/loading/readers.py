@@ -23,18 +23,30 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from atomtask.loading.declarations import Declarations, Skipped, reject_duplicate_schemas
-from atomtask.loading.yaml_files import YAML_SUFFIXES, load_yaml_text
-from atomtask.schemas.source_text import read_source
 from atomtask.system.errors import ConfigurationError, SourceLocation, TemplateError, UsageError
 from atomtask.system.logs import get_logger
 
-__all__ = ["Reader", "declaration_files", "load_paths", "read_file", "reader_for", "register_reader", "suffixes"]
+if TYPE_CHECKING:  # the readers themselves are imported on first use: listing files stays cheap
+    from atomtask.loading.declarations import Declarations
+
+__all__ = [
+    "YAML_SUFFIXES",
+    "Reader",
+    "declaration_files",
+    "load_paths",
+    "read_file",
+    "reader_for",
+    "register_reader",
+    "suffixes",
+]
 
 log = get_logger(__name__)
 
-Reader = Callable[[Path, list[UsageError]], Declarations]
+YAML_SUFFIXES = (".yaml", ".yml")
+
+Reader = Callable[[Path, list[UsageError]], "Declarations"]
 """`reader(path, errors) -> Declarations`; raises `UsageError` for a file it cannot read at all."""
 
 ENTRY_POINT_GROUP = "atomtask.readers"
@@ -137,6 +149,8 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
     Each file is read by the reader registered for its suffix (`atomtask.loading.readers`: YAML, and
     whatever else is registered), the same files and readers `atomtask check` uses.
     """
+    from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+
     out = Declarations()
     for file in declaration_files(paths):
         errors: list[UsageError] = []
@@ -148,10 +162,14 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
 
 
 def _read_yaml(path: Path, errors: list[UsageError]) -> Declarations:
+    from atomtask.loading.yaml_files import load_yaml_text
+    from atomtask.schemas.source_text import read_source
+
     return load_yaml_text(read_source(path), str(path), errors=errors)
 
 
 def _read_json_schema(path: Path, errors: list[UsageError]) -> Declarations:
+    from atomtask.loading.declarations import Declarations, Skipped
     from atomtask.schemas.sources import json_schema_file_definition
 
     definition = json_schema_file_definition(path)

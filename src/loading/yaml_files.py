@@ -6,8 +6,8 @@ one with `steps` a workflow (`yaml_workflows`); one with `fields` is a schema, o
 a JSON Schema, one with `python` a Python class by import path. A `.json` file in a folder is a JSON
 Schema named after the file (`schemas.sources`).
 
-Nesting deeper than `MAX_NESTING` levels (aliases included) is refused as the document is composed,
-so no deeper input reaches anything that recurses. With an errors list, every mistake of a
+Nesting deeper than `MAX_NESTING` levels (aliases included) is refused before anything recurses
+that deep (`yaml_loaders`, which also keeps where every mapping and value is). With an errors list, every mistake of a
 declaration is noted (each wrong key at its line), and the names of schemas that could not be read
 are kept in `Declarations.invalid_schemas`.
 """
@@ -18,110 +18,16 @@ from typing import Any
 
 import yaml
 from atomtask.loading.declarations import Declarations
+from atomtask.loading.yaml_loaders import YamlLoader, yaml_documents
 from atomtask.loading.yaml_nodes import DeclarationProblems, YamlNode, validation_errors
 from atomtask.loading.yaml_workflows import read_workflow
 from atomtask.schemas.declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
-from atomtask.schemas.source_text import MAX_NESTING, too_deep
+from atomtask.schemas.source_text import too_deep
 from atomtask.system.errors import SchemaError, SourceLocation, TemplateError, UsageError
 from atomtask.system.templates import Template, TextOrigin
 from pydantic import BaseModel, ValidationError
-from yaml.composer import Composer
-from yaml.constructor import SafeConstructor
-from yaml.parser import Parser
-from yaml.reader import Reader
-from yaml.resolver import Resolver
-from yaml.scanner import Scanner
 
-__all__ = ["YAML_SUFFIXES", "load_yaml_text"]
-
-YAML_SUFFIXES = (".yaml", ".yml")
-
-
-try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster; composing and constructing stay Python.
-    from yaml._yaml import CParser as _EventSource
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-
-    class _EventSource(Reader, Scanner, Parser):  # type: ignore[no-redef]  # the same events, pure Python
-        def __init__(self, stream: str) -> None:
-            Reader.__init__(self, stream)
-            Scanner.__init__(self)
-            Parser.__init__(self)
-
-
-class _LocatingLoader(Composer, _EventSource, SafeConstructor, Resolver):
-    """A safe loader that notes the position of every mapping and of each of its values.
-
-    The nodes are composed here, in Python, rather than by libyaml's composer, which recurses in C
-    (deep enough input has crashed the process; its own depth limit depends on the libyaml build):
-    nesting (aliases included) deeper than `MAX_NESTING` is refused as it is met, before anything
-    recurses further.
-    """
-
-    def __init__(self, stream: str, file: str) -> None:
-        _EventSource.__init__(self, stream)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
-        Composer.__init__(self)
-        self.file = file
-        self.nodes: dict[int, YamlNode] = {}
-        self._depth = 0
-        self._heights: dict[int, int] = {}  # id(collection node) -> how many levels it nests
-
-    def compose_document(self) -> yaml.Node | None:
-        node = super().compose_document()
-        self._heights.clear()  # keyed by id(): the next document's nodes may reuse these ids
-        return node
-
-    # Aliases add no nesting while composing, but what they point at nests inside them once constructed:
-    # each collection's height counts the collections it holds, aliased ones included.
-    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
-        self._enter()
-        node = super().compose_sequence_node(anchor)
-        self._leave(node, node.value)
-        return node
-
-    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
-        self._enter()
-        node = super().compose_mapping_node(anchor)
-        self._leave(node, [child for pair in node.value for child in pair])
-        return node
-
-    def _enter(self) -> None:
-        self._depth += 1
-        if self._depth > MAX_NESTING:
-            event = self.peek_event()
-            raise too_deep(self._loc(event.start_mark) if event is not None else SourceLocation(file=self.file), "YAML")
-
-    def _leave(self, node: yaml.Node, children: list[Any]) -> None:
-        heights = self._heights
-        height = 1 + max([heights.get(id(child), 0) for child in children], default=0)
-        heights[id(node)] = height
-        self._depth -= 1
-        if self._depth + height > MAX_NESTING:
-            raise too_deep(self._loc(node.start_mark), "YAML")
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        mapping = super().construct_mapping(node, deep=True)
-        keys: dict[str, SourceLocation] = {}
-        block: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            # Inside the quotes of a quoted scalar, so offsets into its text land on their column.
-            quoted = isinstance(value_node, yaml.ScalarNode) and value_node.style in ('"', "'")
-            keys[key] = self._loc(value_node.start_mark, shift=1 if quoted else 0)
-            if isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">"):
-                block.add(key)
-        self.nodes[id(mapping)] = YamlNode(start=self._loc(node.start_mark), keys=keys, block_keys=frozenset(block))
-        return mapping
-
-    def _loc(self, mark: Any, *, shift: int = 0) -> SourceLocation:
-        return SourceLocation(file=self.file, line=mark.line + 1, column=mark.column + 1 + shift)
-
-
-_LocatingLoader.add_constructor(  # type: ignore[type-var]  # typeshed bounds this to PyYAML's own loaders
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _LocatingLoader.construct_mapping,
-)
+__all__ = ["load_yaml_text"]
 
 
 def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError] | None = None) -> Declarations:
@@ -130,15 +36,9 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
     With `errors`, an invalid template, schema or workflow is appended there and reading goes on with the next
     one (so `atomtask check` reports every mistake); without it, the first one raises.
     """
-    loader = _LocatingLoader(text, file)
     out = Declarations()
     try:
-        # `compose_document` + `construct_document` is what `get_data` does; typeshed types these.
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                break
-            doc = loader.construct_document(node)
+        for doc, loader in yaml_documents(text, file):
             out.extend(_declarations(doc, loader, file, errors))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -147,12 +47,10 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
         if "nesting depth" in problem and location is not None:  # libyaml's own limit, met before ours
             raise too_deep(location, "YAML") from None
         raise TemplateError(f"Invalid YAML: {problem}.", location=location) from None
-    finally:
-        loader.dispose()
     return out
 
 
-def _declarations(doc: Any, loader: _LocatingLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:
+def _declarations(doc: Any, loader: YamlLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:
     out = Declarations()
     if doc is None:
         return out
@@ -217,7 +115,7 @@ def _key_loc(node: YamlNode | None, key: str, default: SourceLocation | None) ->
     return node.keys.get(key, default) if node is not None else default
 
 
-def _template(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocation) -> Template:
+def _template(doc: dict[str, Any], loader: YamlLoader, location: SourceLocation) -> Template:
     try:
         template = Template.model_validate(doc)
     except ValidationError as exc:
@@ -242,7 +140,7 @@ def _template(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLoca
     return template.located(location, origins)
 
 
-def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocation) -> SchemaDef:
+def _schema(doc: dict[str, Any], loader: YamlLoader, location: SourceLocation) -> SchemaDef:
     try:
         schema = SchemaDef.model_validate(doc)
     except ValidationError as exc:
@@ -254,7 +152,7 @@ def _schema(doc: dict[str, Any], loader: _LocatingLoader, location: SourceLocati
     return schema
 
 
-def _locate_fields(fields: list[FieldDef], raw_fields: Any, loader: _LocatingLoader) -> None:
+def _locate_fields(fields: list[FieldDef], raw_fields: Any, loader: YamlLoader) -> None:
     """Each field (nested `fields:` included) points at its `type`, else at its start."""
     if not isinstance(raw_fields, list):
         return
@@ -269,7 +167,7 @@ def _locate_fields(fields: list[FieldDef], raw_fields: Any, loader: _LocatingLoa
 def _located(
     kind: type[JsonSchemaDef] | type[PythonSchemaDef],
     doc: dict[str, Any],
-    loader: _LocatingLoader,
+    loader: YamlLoader,
     location: SourceLocation,
 ) -> Any:
     if "base_uri" in doc:
@@ -289,7 +187,7 @@ def _located(
     return declaration
 
 
-def _places(value: Any, pointer: str, loader: _LocatingLoader, out: dict[str, SourceLocation]) -> None:
+def _places(value: Any, pointer: str, loader: YamlLoader, out: dict[str, SourceLocation]) -> None:
     """Where each part of a JSON Schema written in YAML is, by (unescaped) JSON Pointer."""
     if isinstance(value, dict):
         node = loader.nodes.get(id(value))

@@ -15,7 +15,7 @@ from atomtask.loading.yaml_nodes import DeclarationProblems, YamlNode, validatio
 from atomtask.system.errors import SourceLocation
 from atomtask.system.templates import TemplateLimits
 from atomtask.system.workflow_errors import WorkflowDeclarationError
-from atomtask.system.workflows import OnFailure, Route, Step, Workflow, WorkflowState, collect_origins
+from atomtask.system.workflows import Migration, OnFailure, Route, Step, Workflow, WorkflowState, collect_origins
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["read_workflow"]
@@ -60,4 +60,6 @@ def _keys_at(path: Sequence[Any]) -> Iterable[str] | None:
         return _keys(WorkflowState)
     if head == ["limits"]:
         return _keys(TemplateLimits)
+    if head == ["migrations"]:
+        return _keys(Migration)
     return None

@@ -109,7 +109,7 @@ def canonical(value: Any) -> str:
 
 
 class JsonSchemaDef(_Declaration):
-    """A named schema given as JSON Schema: `{name, description, json_schema}`.
+    """A named schema given as JSON Schema: `{name, description, json_schema, strict_schema}`.
 
     `base_uri` is where relative `$ref`s resolve from (a `.json` file's own URI); it is set by the
     loader and is not part of the YAML format.
@@ -118,6 +118,8 @@ class JsonSchemaDef(_Declaration):
     name: str
     description: str | None = None
     json_schema: dict[str, Any] | bool
+    #: Refuse at load what would only be a warning (a keyword that looks misspelt, a `format` nothing checks).
+    strict_schema: StrictBool = False
     base_uri: str | None = Field(default=None, exclude=True)
 
     _places: Mapping[str, SourceLocation] | Callable[[], Mapping[str, SourceLocation]] | None = PrivateAttr(

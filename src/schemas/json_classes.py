@@ -1,16 +1,16 @@
 """The classes built from JSON Schemas: what they carry, and how they validate.
 
 `JsonSchemaObject` (one typed attribute per property) and `JsonSchemaValue` (`.root`, any other
-schema) carry the declared schema, the schema the model receives and a `jsonschema` validator. Their
-validation runs that validator on the raw answer and turns each violation into a Pydantic error at
-its own path (`_line_errors`). `atomtask.schemas.json_models` checks schemas, builds the subclasses
-and re-exports these names.
+schema) carry the declared schema, the schema the model receives, a `jsonschema` validator and the
+load-time warnings. Their validation runs that validator on the raw answer and turns each violation
+into a Pydantic error at its own path (`_line_errors`). `atomtask.schemas.json_models` checks
+schemas, builds the subclasses and re-exports these names.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import jsonschema
 from pydantic import (
@@ -22,6 +22,9 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
+
+if TYPE_CHECKING:
+    from atomtask.schemas.json_warnings import SchemaWarning
 
 __all__ = ["JsonSchemaModel", "JsonSchemaObject", "JsonSchemaValue"]
 
@@ -38,6 +41,8 @@ class _JsonSchemaClass:
     json_schema_validator: ClassVar[Any] = None
     #: Whether the answer travels as `{"response": <value>}`.
     json_schema_envelope: ClassVar[bool] = False
+    #: What the schema holds that loads but is not enforced as written (`atomtask check` reports them).
+    json_schema_warnings: ClassVar[tuple[SchemaWarning, ...]] = ()
 
     @classmethod
     def _check_json_schema(cls, data: Any) -> Any:

@@ -3,31 +3,42 @@
 Every draft's validator is `jsonschema`'s own, extended through its supported `extend` hook so that
 `pattern` and `patternProperties` match with the `regex` module (ECMA-262 patterns use Unicode
 property escapes such as `\\p{Letter}`, which `re` lacks), restricted to the vocabularies a custom
-metaschema enables, and given a format checker that asserts every 2020-12 format.
+metaschema enables, and given a format checker that asserts every 2020-12 format and the OpenAPI
+formats with an obvious check (`int32`, `int64`, `float`, `double` on numbers, `byte` as base64 text).
+Any other `format` is an annotation, as JSON Schema says (`atomtask check` reports it: W103).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import jsonschema
 import jsonschema.validators
+import referencing.jsonschema
 import regex
 from pydantic_core import PydanticCustomError
 from rfc3986_validator import validate_rfc3986
 
 __all__ = [
+    "ANNOTATION_FORMATS",
     "ANNOTATION_KEYWORDS",
+    "DRAFTS",
     "FORMAT_CHECKER",
+    "NUMBER_FORMATS",
     "VOCABULARIES",
+    "asserted_formats",
     "checked_formats",
     "compiled_pattern",
+    "dialect_alias",
     "dialect_keywords",
     "format_validator",
     "iri_to_uri",
+    "keyword_drafts",
+    "known_dialect",
     "re_compiles",
     "validator_class",
 ]
@@ -66,9 +77,60 @@ ANNOTATION_KEYWORDS = frozenset(
 )  # fmt: skip
 
 
+#: The drafts `jsonschema` implements, oldest first, by the name a message gives them.
+DRAFTS: tuple[tuple[str, type[Any]], ...] = (
+    ("draft-03", jsonschema.Draft3Validator),
+    ("draft-04", jsonschema.Draft4Validator),
+    ("draft-06", jsonschema.Draft6Validator),
+    ("draft-07", jsonschema.Draft7Validator),
+    ("2019-09", jsonschema.Draft201909Validator),
+    ("2020-12", jsonschema.Draft202012Validator),
+)
+
+
+_CANONICAL = {
+    "draft-03": "http://json-schema.org/draft-03/schema#",
+    "draft-04": "http://json-schema.org/draft-04/schema#",
+    "draft-06": "http://json-schema.org/draft-06/schema#",
+    "draft-07": "http://json-schema.org/draft-07/schema#",
+    "draft/2019-09": "https://json-schema.org/draft/2019-09/schema",
+    "draft/2020-12": "https://json-schema.org/draft/2020-12/schema",
+}
+_ALIAS = re.compile(r"https?://json-schema\.org/(?:(draft-0[3467]|draft/2019-09|draft/2020-12)/)?(?:hyper-)?schema#?")
+
+
+def known_dialect(uri: str) -> bool:
+    """Whether `uri` names a draft as written (the `$schema` of a draft `referencing` knows)."""
+    try:
+        referencing.jsonschema.specification_with(uri)
+    except referencing.jsonschema.UnknownDialect:
+        return False
+    return True
+
+
+def dialect_alias(uri: str) -> str | None:
+    """The draft a `$schema` written another way names, for the json-schema.org URIs found in the wild.
+
+    `https://` for `http://` (or back), a missing or extra `#`, the draft's hyper-schema: the draft's own
+    URI. The unversioned `http://json-schema.org/schema#` ("the latest"): "", read as no `$schema`. None
+    for anything else (a URI the drafts know as written, or a custom metaschema).
+    """
+    match = _ALIAS.fullmatch(uri)
+    if match is None or known_dialect(uri):
+        return None
+    return _CANONICAL[match.group(1)] if match.group(1) else ""
+
+
+@functools.cache
 def dialect_keywords(validator_cls: type[Any]) -> frozenset[str]:
     """Every keyword the validator knows, plus the annotations: what a typo is compared against."""
     return frozenset(validator_cls.VALIDATORS) | ANNOTATION_KEYWORDS
+
+
+@functools.cache
+def keyword_drafts(word: str) -> tuple[str, ...]:
+    """The drafts in which `word` is a keyword that validates (`const`: draft-06 and later); () for none."""
+    return tuple(name for name, cls in DRAFTS if word in cls.VALIDATORS)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -174,9 +236,58 @@ for _name, _rule in (("iri", "URI"), ("iri-reference", "URI_reference")):
         FORMAT_CHECKER.checks(_name)(_iri_checker(_rule))
 
 
-def checked_formats() -> frozenset[str]:
-    """The `format` values that are enforced (the installed checkers of `jsonschema`)."""
+# OpenAPI's format registry: numbers a type can hold, and base64 text. A format applies to its own
+# kind of value (JSON Schema's rule): `int32` passes a string, `byte` a number.
+_INTEGER_BOUNDS = {"int32": 2**31, "int64": 2**63}
+_FLOAT_LIMITS = {"float": 3.4028234663852886e38, "double": 1.7976931348623157e308}
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _integer_within(bound: int) -> Callable[[object], bool]:
+    def check(instance: object) -> bool:
+        if isinstance(instance, bool) or not isinstance(instance, int | float):
+            return True
+        if isinstance(instance, float) and not instance.is_integer():
+            return False  # not an integer (inf and nan included)
+        return -bound <= instance < bound
+
+    return check
+
+
+def _float_within(limit: float) -> Callable[[object], bool]:
+    def check(instance: object) -> bool:
+        if isinstance(instance, bool) or not isinstance(instance, int | float):
+            return True
+        return not (isinstance(instance, float) and math.isnan(instance)) and abs(instance) <= limit
+
+    return check
+
+
+def _is_base64(instance: object) -> bool:
+    return not isinstance(instance, str) or _BASE64.fullmatch(instance) is not None
+
+
+#: Formats asserted on numbers only (a string passes them), so a YAML `str` field cannot use them.
+NUMBER_FORMATS = frozenset({*_INTEGER_BOUNDS, *_FLOAT_LIMITS})
+#: Formats that are annotations by definition (OpenAPI: "a hint to UIs", "any sequence of octets"):
+#: nothing could check them, so `check` does not report them.
+ANNOTATION_FORMATS = frozenset({"binary", "password"})
+
+for _name, _bound in _INTEGER_BOUNDS.items():
+    FORMAT_CHECKER.checks(_name)(_integer_within(_bound))
+for _name, _limit in _FLOAT_LIMITS.items():
+    FORMAT_CHECKER.checks(_name)(_float_within(_limit))
+FORMAT_CHECKER.checks("byte")(_is_base64)
+
+
+def asserted_formats() -> frozenset[str]:
+    """Every `format` value that is enforced: the 2020-12 formats and the OpenAPI ones with an obvious check."""
     return frozenset(FORMAT_CHECKER.checkers)
+
+
+def checked_formats() -> frozenset[str]:
+    """The `format` values enforced on strings (what a YAML `str` field may declare)."""
+    return asserted_formats() - NUMBER_FORMATS
 
 
 def format_validator(fmt: str) -> Callable[[Any], Any]:

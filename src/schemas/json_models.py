@@ -16,9 +16,14 @@ templates folder, or `output_format: {schema: {json_schema: ...}}`) becomes a Py
   is sent wrapped as `{"response": <value>}`, the way pydantic-ai wraps non-object outputs.
 
 Schemas that cannot be honoured are refused when they are loaded, never enforced loosely: an
-invalid schema, a `$ref` that does not resolve (nothing is fetched from the network), a `format`
-no checker enforces, a `pattern` that does not compile, a keyword that looks like a misspelt one
-(`minimun`), a required vocabulary this library does not know.
+invalid schema, a `$ref` that does not resolve (nothing is fetched from the network), a `pattern`
+that does not compile, a required vocabulary this library does not know. A valid schema that may
+not say what its author meant loads with warnings (`atomtask.schemas.json_warnings`: a keyword
+that looks misspelt, a `format` nothing checks, which JSON Schema makes an annotation), carried on
+the class for `atomtask check`; `strict_schema: true` on the declaration refuses them instead.
+A schema without `$schema` is read as 2020-12, or as the newest older draft whose metaschema
+accepts it when 2020-12's does not (tuple `items`, boolean `exclusiveMinimum`); a json-schema.org
+`$schema` written another way (`https://`, no `#`, hyper-schema, the unversioned "latest") names its draft.
 
 The base classes and the conversion of violations to Pydantic errors live in
 `atomtask.schemas.json_classes`; this module checks schemas and builds (and caches) the classes.
@@ -43,17 +48,24 @@ import regex
 from atomtask.schemas.declarations import JsonSchemaDef, canonical
 from atomtask.schemas.json_classes import JsonSchemaModel, JsonSchemaObject, JsonSchemaValue
 from atomtask.schemas.json_dialects import (
-    ANNOTATION_KEYWORDS,
+    DRAFTS,
     FORMAT_CHECKER,
     VOCABULARIES,
-    checked_formats,
     compiled_pattern,
-    dialect_keywords,
+    dialect_alias,
+    known_dialect,
     re_compiles,
     validator_class,
 )
 from atomtask.schemas.json_views import ModelView, subschemas, typed_fields
-from atomtask.system.errors import SchemaError, did_you_mean, near_names
+from atomtask.schemas.json_warnings import (
+    SchemaWarning,
+    dialect_text,
+    format_warning,
+    keyword_warning,
+    strict_refusal,
+)
+from atomtask.system.errors import SchemaError
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from pydantic import create_model
 from pydantic.errors import PydanticUserError
@@ -98,7 +110,7 @@ class JsonSchemaResources:
         )
 
 
-_CacheKey: TypeAlias = tuple[str, str, str, str, str]
+_CacheKey: TypeAlias = tuple[str, str, str, str, str, bool]
 _CACHE: weakref.WeakValueDictionary[_CacheKey, type[JsonSchemaObject | JsonSchemaValue]] = weakref.WeakValueDictionary()
 _LOCK = threading.RLock()
 
@@ -108,7 +120,8 @@ def build_json_schema_model(
 ) -> type[JsonSchemaObject | JsonSchemaValue]:
     """Check `definition` and build its class; equal definitions give the same class.
 
-    Raises `SchemaError` (at the definition's location) for a schema that cannot be honoured.
+    Raises `SchemaError` (at the definition's location) for a schema that cannot be honoured, and with
+    `strict_schema` for one that would load with warnings (`cls.json_schema_warnings`).
 
     Example:
         ```python
@@ -118,8 +131,9 @@ def build_json_schema_model(
     """
     resources = resources or JsonSchemaResources()
     schema = definition.json_schema
+    strict = definition.strict_schema
     base = definition.base_uri or ""
-    key = (definition.name, definition.description or "", canonical(schema), base, resources.digest)
+    key = (definition.name, definition.description or "", canonical(schema), base, resources.digest, strict)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
@@ -137,8 +151,15 @@ class _Builder:
         schema: JsonSchema = definition.json_schema
         if definition.base_uri and isinstance(schema, dict) and "$id" not in schema:
             schema = {"$id": definition.base_uri, **schema}
+        declared = schema.get("$schema") if isinstance(schema, dict) else None
+        alias = dialect_alias(declared) if isinstance(declared, str) else None
+        if alias is not None and isinstance(schema, dict):  # `https://json-schema.org/draft-07/schema#` and the like
+            schema = {k: v for k, v in schema.items() if k != "$schema"} | ({"$schema": alias} if alias else {})
         self.schema = schema
         self.registry = resources.registry
+        self.warnings: list[SchemaWarning] = []
+        #: The draft read for a schema without `$schema` that 2020-12's metaschema refuses.
+        self.inferred_dialect: str | None = None
 
     def fail(self, message: str, *, at: str | None = None, suggestions: list[str] | None = None) -> SchemaError:
         """The error for this schema, located at the JSON Pointer `at` when the declaration knows where that is."""
@@ -156,18 +177,25 @@ class _Builder:
         try:
             validator_cls.check_schema(self.schema, format_checker=FORMAT_CHECKER)
         except jsonschema.SchemaError as exc:
-            raise self.fail(
-                f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. "
-                "Fix the schema.",
-                at=_pointer(exc.absolute_path),
-            ) from None
+            older = self.older_draft()
+            if older is None:
+                raise self.fail(
+                    f"the schema is not valid JSON Schema: at `{_pointer(exc.absolute_path)}`: {exc.message}. "
+                    "Fix the schema.",
+                    at=_pointer(exc.absolute_path),
+                ) from None
+            validator_cls = older
         root = referencing.Resource.from_contents(self.schema, default_specification=self.specification)
         resolver = self.registry.resolver_with_root(root)
         self.stdlib_only: list[tuple[str, str]] = []
         self.unevaluated = False
-        self.walk(self.schema, resolver, "", dialect_keywords(validator_cls))
+        declared = isinstance(self.schema, dict) and "$schema" in self.schema
+        self.dialect_text = dialect_text(validator_cls, declared=declared, inferred=self.inferred_dialect is not None)
+        self.walk(self.schema, resolver, "", validator_cls)
         if self.stdlib_only and self.unevaluated:
             self.refuse_stdlib_only()
+        if self.warnings and self.definition.strict_schema:
+            self.refuse_warnings()
         validator = validator_cls(
             self.schema,
             registry=self.registry,
@@ -190,6 +218,7 @@ class _Builder:
         cls.json_schema_for_model = for_model
         cls.json_schema_validator = validator
         cls.json_schema_envelope = envelope
+        cls.json_schema_warnings = tuple(self.warnings)
         cls.__doc__ = self.definition.description or f"The JSON Schema {self.name!r}."
         try:
             cls.model_json_schema()  # what pydantic-ai will ask for when it builds the output tool
@@ -210,11 +239,13 @@ class _Builder:
         declared = self.schema.get("$schema", _DEFAULT_DIALECT) if isinstance(self.schema, dict) else _DEFAULT_DIALECT
         if not isinstance(declared, str):
             return _DEFAULT_DIALECT
-        if _known_dialect(declared):
+        if self.inferred_dialect is not None:  # set only for a schema without `$schema`
+            return self.inferred_dialect
+        if known_dialect(declared):
             return declared
         meta = self.metaschema(declared)
         inner = meta.get("$schema", _DEFAULT_DIALECT) if isinstance(meta, dict) else _DEFAULT_DIALECT
-        return inner if isinstance(inner, str) and _known_dialect(inner) else _DEFAULT_DIALECT
+        return inner if isinstance(inner, str) and known_dialect(inner) else _DEFAULT_DIALECT
 
     def metaschema(self, uri: str) -> Any:
         try:
@@ -226,9 +257,23 @@ class _Builder:
                 at="/$schema",
             ) from None
 
+    def older_draft(self) -> type[Any] | None:
+        """For a schema without `$schema` that 2020-12 refuses: the newest older draft that accepts it, if any."""
+        if not isinstance(self.schema, dict) or "$schema" in self.schema:
+            return None
+        for _, base in reversed(DRAFTS[1:-1]):  # 2019-09 down to draft-04
+            try:
+                base.check_schema(self.schema, format_checker=FORMAT_CHECKER)
+            except jsonschema.SchemaError:
+                continue
+            meta = base.META_SCHEMA
+            self.inferred_dialect = str(meta.get("$id", meta.get("id")))
+            return validator_class(base, None)
+        return None
+
     def validator_class(self) -> type[Any]:
         declared = self.schema.get("$schema") if isinstance(self.schema, dict) else None
-        if not isinstance(declared, str) or _known_dialect(declared):
+        if not isinstance(declared, str) or known_dialect(declared):
             base = jsonschema.validators.validator_for(self.schema, default=jsonschema.Draft202012Validator)
             return validator_class(base, None)
         meta = self.metaschema(declared)
@@ -248,7 +293,7 @@ class _Builder:
 
     # -- the load-time walk ------------------------------------------------------------------
 
-    def walk(self, schema: Any, resolver: Resolver[Any], path: str, known: frozenset[str]) -> None:
+    def walk(self, schema: Any, resolver: Resolver[Any], path: str, validator_cls: type[Any]) -> None:
         if not isinstance(schema, dict):
             return
         if path and isinstance(schema.get("$id"), str):
@@ -266,14 +311,8 @@ class _Builder:
                         at=f"{path}/{ref_keyword}",
                     ) from None
         fmt = schema.get("format")
-        if isinstance(fmt, str) and fmt not in checked_formats():
-            formats = sorted(checked_formats())
-            raise self.fail(
-                f"`format` {fmt!r} at `{path or '/'}` is not one that can be checked, so it would not be "
-                f"enforced.{did_you_mean(fmt, formats)} Checked formats: {', '.join(formats)}.",
-                at=f"{path}/format",
-                suggestions=near_names(fmt, formats),
-            )
+        if isinstance(fmt, str):
+            self.warn(format_warning(fmt, schema, path))
         for word in ("pattern",):
             if isinstance(schema.get(word), str):
                 self.check_pattern(schema[word], f"{path}/{word}")
@@ -289,19 +328,18 @@ class _Builder:
             if self.stdlib_only:
                 self.refuse_stdlib_only()
         for word in schema:
-            if word in known or not isinstance(word, str):
-                continue
-            # Only keywords that constrain: a misspelt annotation (`example` for `examples`) loses nothing.
-            close = [c for c in near_names(word, known, cutoff=0.85) if c not in ANNOTATION_KEYWORDS]
-            if close:
-                raise self.fail(
-                    f"unknown keyword {word!r} at `{path or '/'}`. Did you mean {close[0]!r}? An unknown keyword is "
-                    "ignored by JSON Schema, so a misspelt one would silently not be enforced.",
-                    at=f"{path}/{word}",
-                    suggestions=close,
-                )
+            if word not in validator_cls.VALIDATORS:
+                self.warn(keyword_warning(word, path, validator_cls, self.dialect_text))
         for sub_path, sub in subschemas(schema, path):
-            self.walk(sub, resolver, sub_path, known)
+            self.walk(sub, resolver, sub_path, validator_cls)
+
+    def warn(self, warning: SchemaWarning | None) -> None:
+        if warning is not None:
+            self.warnings.append(warning)
+
+    def refuse_warnings(self) -> None:
+        first = self.warnings[0]
+        raise self.fail(strict_refusal(self.warnings), at=first.pointer, suggestions=list(first.suggestions))
 
     def refuse_stdlib_only(self) -> None:
         pattern, path = self.stdlib_only[0]
@@ -347,11 +385,3 @@ class _Builder:
 
 def _pointer(path: Any) -> str:
     return "/" + "/".join(str(p) for p in path) if path else "/"
-
-
-def _known_dialect(uri: str) -> bool:
-    try:
-        referencing.jsonschema.specification_with(uri)
-    except referencing.jsonschema.UnknownDialect:
-        return False
-    return True

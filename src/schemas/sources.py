@@ -2,9 +2,14 @@
 
 `schema: {python: "myapp.schemas:Contact"}` (in an `output_format`, or as a named schema
 `{name: Contact, python: "myapp.schemas:Contact"}`) imports the class only when its module lies in
-one of the packages the `TaskSystem` was told are importable (`TaskSystem(importable=["myapp"])`).
+one of the packages the `TaskSystem` was told are importable (`TaskSystem(importable=["myapp"])`); a
+workflow migration's `call: "myapp.migrations:to_1_1"` function likewise (`import_callable`).
 Anything else is refused before any import happens, so a template file can never make the process
 import (and so run) an arbitrary module.
+
+A JSON Schema that loads with warnings (`atomtask.schemas.json_warnings`) has them logged at INFO
+(`json_schema_warning`) and listed, located, by `json_schema_warnings` and `output_schema_warnings`
+for `atomtask check`.
 """
 
 from __future__ import annotations
@@ -15,22 +20,29 @@ import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from atomtask.schemas.declarations import JsonSchemaDef, PythonSchemaDef
 from atomtask.schemas.json_places import json_places
 from atomtask.schemas.model_registry import ModelRegistry
 from atomtask.schemas.source_text import json_too_deep, read_source
 from atomtask.system.errors import SchemaError, SourceLocation, did_you_mean, near_names
+from atomtask.system.logs import get_logger
+from atomtask.system.templates import Template
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "SCHEMA_KEYWORDS",
+    "import_callable",
     "import_schema_class",
     "inline_output_class",
     "json_schema_file_definition",
+    "json_schema_warnings",
+    "output_schema_warnings",
     "register_schema_sources",
 ]
+
+log = get_logger(__name__)
 
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -43,28 +55,8 @@ def import_schema_class(
     Raises `SchemaError` — before importing anything — when the module is not inside one of the
     `importable` packages, and after importing when the class is missing or not a Pydantic model.
     """
-    module_name, sep, attribute = path.partition(":")
-    if not sep or not _MODULE_RE.match(module_name) or not attribute.isidentifier():
-        raise SchemaError(
-            f"Python class reference {path!r} in {where} is malformed; write it as `package.module:ClassName`.",
-            location=location,
-        )
-    allowed = any(module_name == package or module_name.startswith(package + ".") for package in importable)
-    if not allowed:
-        listed = ", ".join(repr(p) for p in importable) or "none"
-        raise SchemaError(
-            f"{where[0].upper() + where[1:]} names the Python class {path!r}, but module {module_name!r} is not in "
-            f"the importable packages ({listed}). A template file may not import arbitrary modules; if you trust "
-            f"it, allow its package in Python: `TaskSystem(importable=[{module_name.split('.')[0]!r}])`.",
-            location=location,
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SchemaError(
-            f"Cannot import module {module_name!r} named by {path!r} in {where}: {exc}. Check the module path.",
-            location=location,
-        ) from None
+    module, attribute = _import_module(path, importable=importable, location=location, where=where, what="class")
+    module_name = module.__name__
     found = getattr(module, attribute, None)
     if found is None:
         models = [
@@ -86,19 +78,70 @@ def import_schema_class(
     return found
 
 
+def import_callable(
+    path: str, *, importable: tuple[str, ...], location: SourceLocation | None = None, where: str
+) -> Any:
+    """Import the function `path` ("package.module:function") under the same rule as `import_schema_class`.
+
+    Raises `SchemaError` before importing anything when the module is not inside one of the
+    `importable` packages, and after importing when the name is missing or not callable.
+    """
+    module, attribute = _import_module(path, importable=importable, location=location, where=where, what="function")
+    found = getattr(module, attribute, None)
+    if found is None or not callable(found):
+        names = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__]
+        what = "has no function" if found is None else "has a name that is not callable:"
+        raise SchemaError(
+            f"Module {module.__name__!r} {what} {attribute!r} (named in {where}).{did_you_mean(attribute, names)} "
+            f"Functions there: {', '.join(sorted(names)) or 'none'}.",
+            location=location,
+            suggestions=near_names(attribute, names),
+        )
+    return found
+
+
+def _import_module(
+    path: str, *, importable: tuple[str, ...], location: SourceLocation | None, where: str, what: str
+) -> tuple[Any, str]:
+    """The module of `path` ("package.module:name") and the name, once its package is known importable."""
+    module_name, sep, attribute = path.partition(":")
+    if not sep or not _MODULE_RE.match(module_name) or not attribute.isidentifier():
+        shape = "ClassName" if what == "class" else what
+        raise SchemaError(
+            f"Python {what} reference {path!r} in {where} is malformed; write it as `package.module:{shape}`.",
+            location=location,
+        )
+    allowed = any(module_name == package or module_name.startswith(package + ".") for package in importable)
+    if not allowed:
+        listed = ", ".join(repr(p) for p in importable) or "none"
+        raise SchemaError(
+            f"{where[0].upper() + where[1:]} names the Python {what} {path!r}, but module {module_name!r} is not in "
+            f"the importable packages ({listed}). A declaration file may not import arbitrary modules; if you trust "
+            f"it, allow its package in Python: `TaskSystem(importable=[{module_name.split('.')[0]!r}])`.",
+            location=location,
+        )
+    try:
+        return importlib.import_module(module_name), attribute
+    except ImportError as exc:
+        raise SchemaError(
+            f"Cannot import module {module_name!r} named by {path!r} in {where}: {exc}. Check the module path.",
+            location=location,
+        ) from None
+
+
 def inline_output_class(
     template: str, schema: dict[str, Any], models: ModelRegistry, location: SourceLocation | None
 ) -> type[BaseModel]:
     """The class of `output_format: {schema: {json_schema: ...}}` or `{schema: {python: ...}}`."""
     where = f"the output schema of template {template!r}"
     kinds = [k for k in ("json_schema", "python") if k in schema]
-    allowed = {"python"} if kinds == ["python"] else {"json_schema", "name", "description"}
+    allowed = {"python"} if kinds == ["python"] else {"json_schema", "name", "description", "strict_schema"}
     extra = sorted(set(schema) - allowed)
     if len(kinds) != 1 or extra:
         raise SchemaError(
             f"Inline schema of template {template!r} mixes keys ({', '.join(map(str, schema))}); write "
-            "`{json_schema: {...}}` (with optional `name` and `description`), `{python: 'pkg.module:Class'}`, or "
-            "`{fields: [...]}`.",
+            "`{json_schema: {...}}` (with optional `name`, `description` and `strict_schema`), "
+            "`{python: 'pkg.module:Class'}`, or `{fields: [...]}`.",
             location=location,
         )
     if kinds == ["python"]:
@@ -116,7 +159,9 @@ def inline_output_class(
     definition.base_uri = _file_uri(location)
     from atomtask.schemas.json_models import build_json_schema_model
 
-    return build_json_schema_model(definition, resources=models.json_resources)
+    cls = build_json_schema_model(definition, resources=models.json_resources)
+    _log_warnings(cls, definition)
+    return cls
 
 
 def register_schema_sources(
@@ -136,6 +181,7 @@ def register_schema_sources(
     for definition in json_schemas:
         cls = build_json_schema_model(definition, resources=models.json_resources)
         models.register(cls, definition.name, location=definition.location)
+        _log_warnings(cls, definition)
     for reference in python_schemas:
         python_cls = import_schema_class(
             reference.python,
@@ -144,6 +190,45 @@ def register_schema_sources(
             where=f"schema {reference.name!r}",
         )
         models.register(python_cls, reference.name, location=reference.location)
+
+
+Located: TypeAlias = tuple[str, str, SourceLocation | None]
+"""(code, message, where) of a load-time warning."""
+
+
+def json_schema_warnings(definitions: list[JsonSchemaDef], models: ModelRegistry) -> list[Located]:
+    """The load-time warnings (W102, W103) of the registered JSON Schema declarations, each where it is written."""
+    out: list[Located] = []
+    for definition in definitions:
+        if definition.name in models:
+            out.extend(_located(models.get(definition.name), definition, None))
+    return out
+
+
+def output_schema_warnings(template: Template, cls: type[BaseModel] | None) -> list[Located]:
+    """The load-time warnings of a template's inline `output_format: {schema: {json_schema: ...}}`, at it."""
+    schema = template.output_format.schema_
+    if cls is None or not (isinstance(schema, dict) and "json_schema" in schema):
+        return []
+    where = template.location_of("output_format.schema") or template.location_of("output_format") or template.location
+    return _located(cls, None, where)
+
+
+def _located(cls: type[BaseModel], definition: JsonSchemaDef | None, where: SourceLocation | None) -> list[Located]:
+    name = definition.name if definition is not None else cls.__name__
+    return [
+        (
+            warning.code,
+            f"JSON Schema {name!r}: {warning.message}",
+            definition.location_at(warning.pointer) if definition is not None else where,
+        )
+        for warning in getattr(cls, "json_schema_warnings", ())
+    ]
+
+
+def _log_warnings(cls: type[BaseModel], definition: JsonSchemaDef) -> None:
+    for code, message, where in _located(cls, definition, None):
+        log.info("json_schema_warning", code=code, location=str(where) if where else None, detail=message)
 
 
 def _file_uri(location: SourceLocation | None) -> str | None:

@@ -43,10 +43,13 @@ TEMPLATE_CLAUSES = (
     "model_settings",
     "retries",
     "limits",
+    "cache",
+    "repair",
 )
 _TEXT_CLAUSES = ("description", "system", "instructions", "model")
 _OUTPUT_KEYS = ("type", "schema", "mode")
 _LIMIT_KEYS = tuple(TemplateLimits.model_fields)
+_CACHE_KEYS = ("enabled", "ttl")
 _PARAM_OPTIONS = ("default",)
 
 
@@ -86,7 +89,7 @@ def template_from_form(form: SList) -> Template:
             origins[key] = (
                 _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
             )
-        elif key == "retries":
+        elif key in ("retries", "repair"):  # `(repair lenient)`: a symbol reads as its name
             data[key] = datum(single(args, clause, label, TemplateError))
         elif key == "params":
             data[key] = _params(args, label, origins)
@@ -94,6 +97,8 @@ def template_from_form(form: SList) -> Template:
             data[key] = _output_format(args, clause, label, origins)
         elif key == "model_settings":
             data[key] = _model_settings(args, label, origins)
+        elif key == "cache":  # `(cache true)`, `(cache false)`, `(cache ((ttl "1h")))`
+            data[key] = _cache(args, clause, label)
         else:  # limits
             data[key] = {
                 k: datum(single(e.items[1:], e, label, TemplateError))
@@ -110,6 +115,15 @@ def template_from_form(form: SList) -> Template:
         message = err["msg"].removeprefix("Value error, ")
         raise TemplateError(f"Invalid {label}: `{'.'.join(path)}`: {message}.", location=location) from None
     return template.located(form.location, origins)
+
+
+def _cache(args: Sequence[Node], clause: SList, label: str) -> Any:
+    if len(args) == 1 and not isinstance(args[0], SList):
+        return datum(args[0])
+    return {
+        k: datum(single(e.items[1:], e, label, TemplateError))
+        for k, e in entries(args, _CACHE_KEYS, f"`cache` of {label}", TemplateError).items()
+    } or datum(single(args, clause, label, TemplateError))
 
 
 def _model_settings(args: Sequence[Node], label: str, origins: dict[str, TextOrigin]) -> dict[str, Any]:

@@ -28,7 +28,11 @@
               (max_visits 3))))
 
 Every YAML key is a clause of the same name, read without evaluating anything: `(state Name)` names
-a schema; `(route ...)` lists routes, each `((when "expr") (to step))` or a bare target; `(on_failure
+a schema, a field may say `(redact true)`; `(migrations (migration (from "1.0") (to "1.1") (rename
+(title headline)) (drop notes) (set (score 0)) (convert (words "len(state.body)")) (resume_at write))
+...)`, or `(migration (from "1.1") (to "1.2") (call "myapp.migrations:to_1_2"))`; an approval step is
+`(step ok (type approval) (message "Publish {{state.title}}?") (output approved) (timeout "24h")
+(on_timeout reject))`; `(route ...)` lists routes, each `((when "expr") (to step))` or a bare target; `(on_failure
 stop)`, `(on_failure continue)`, `(on_failure (retry_with "model" ...) (to step))`; `(parallel (step
 ...) ...)`. Expressions (`when`, `set`, `for_each`) are strings (a symbol such as `state.done` is
 read as its text). An input value is a literal (string, number, `true`, `false`, `nil`, or a list of
@@ -41,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from atomtask.sexp.forms import clauses, datum, describe, entries, field_spec, literal_text, single
+from atomtask.sexp.forms import FIELD_OPTIONS, clauses, datum, describe, entries, literal_text, single, spec
 from atomtask.sexp.forms import pairs as pair_forms
 from atomtask.sexp.reader import Literal, Node, SList, Symbol
 from atomtask.system.errors import SourceLocation
@@ -50,7 +54,7 @@ from atomtask.system.workflow_errors import WorkflowDeclarationError
 from atomtask.system.workflows import Workflow
 from pydantic import ValidationError
 
-__all__ = ["STEP_CLAUSES", "WORKFLOW_CLAUSES", "workflow_from_form"]
+__all__ = ["MIGRATION_CLAUSES", "STEP_CLAUSES", "WORKFLOW_CLAUSES", "workflow_from_form"]
 
 #: The clauses of a `defworkflow` form (`state` and `steps` are required).
 WORKFLOW_CLAUSES = (
@@ -63,14 +67,18 @@ WORKFLOW_CLAUSES = (
     "retries",
     "repair",
     "steps",
+    "migrations",
 )
 #: The clauses of a `(step id ...)` form: the keys of a YAML step.
 STEP_CLAUSES = (
     "task", "workflow", "parallel", "inputs", "outputs", "output", "set", "when", "route", "max_visits", "for_each",
     "as", "concurrency", "collect", "on_failure", "model", "model_settings", "retries", "limits", "repair",
+    "type", "message", "timeout", "on_timeout",
 )  # fmt: skip
-_NAMES = ("task", "workflow", "output", "collect", "as", "model")
-_NUMBERS = ("retries", "concurrency", "max_visits", "repair")
+#: The clauses of a `(migration ...)` form: the keys of a YAML migration.
+MIGRATION_CLAUSES = ("from", "to", "rename", "drop", "set", "convert", "call", "resume_at")
+_NAMES = ("task", "workflow", "output", "collect", "as", "model", "type", "on_timeout")
+_LITERALS = ("retries", "concurrency", "max_visits", "repair", "timeout", "message")
 _EXPRESSIONS = ("when", "for_each")
 _LIMIT_KEYS = tuple(TemplateLimits.model_fields)
 _ROUTE_KEYS = ("when", "to")
@@ -127,6 +135,8 @@ class _Reader:
                 data[key] = self.state(args, clause)
             elif key == "steps":
                 data[key] = [self.step(node, f"steps.{i}") for i, node in enumerate(args)]
+            elif key == "migrations":
+                data[key] = [self.migration(node, f"migrations.{i}") for i, node in enumerate(args)]
             else:
                 data[key] = self.setting(key, args, clause, key, self.label)
         return data
@@ -173,8 +183,9 @@ class _Reader:
             )
         fields = []
         for index, node in enumerate(rest):
-            fields.append(field_spec(node, f"the state of {self.label}", _Error))
-            assert isinstance(node, SList)  # field_spec refused anything else
+            name, options = spec(node, (*FIELD_OPTIONS, "redact"), f"the state of {self.label}", _Error)
+            fields.append({"name": name, **options})
+            assert isinstance(node, SList)  # spec refused anything else
             self.origins[f"state.fields.{index}"] = node.location
             for part, item in zip(("name", "type"), node.items, strict=False):
                 self.note(f"state.fields.{index}.{part}", item)
@@ -221,8 +232,36 @@ class _Reader:
                 value = single(args, clause, label, _Error)
                 self.note(where, value)
                 data[key] = self.expression(value)
-            elif key in _NUMBERS or key in _NAMES or key in ("limits", "model_settings"):
+            elif key in _LITERALS or key in _NAMES or key in ("limits", "model_settings"):
                 data[key] = self.setting(key, args, clause, where, label)
+        return data
+
+    def migration(self, node: Node, path: str) -> dict[str, Any]:
+        """`(migration (from "1.0") (to "1.1") (rename (old new)) (drop a b) (set (f 0)) (convert (f "expr")) ...)`."""
+        if not (isinstance(node, SList) and node.head == "migration"):
+            raise _Error(
+                f'`migrations` of {self.label} lists `(migration (from "1.0") (to "1.1") ...)` forms; found '
+                f"{describe(node)}.",
+                location=node.location,
+            )
+        label = f"a migration of {self.label}"
+        self.origins[path] = node.location
+        data: dict[str, Any] = {}
+        for key, clause in clauses(node.items[1:], MIGRATION_CLAUSES, label, _Error, what="clause").items():
+            args, where = clause.items[1:], f"{path}.{key}"
+            self.origins[where] = clause.location
+            if key == "rename":
+                data[key] = self.pairs(args, where, label, key, lambda value: self.name_of(value, "rename", label))
+            elif key == "set":
+                data[key] = self.pairs(args, where, label, key, datum)
+            elif key == "convert":
+                data[key] = self.pairs(args, where, label, key, self.expression)
+            elif key == "drop":
+                data[key] = [self.name_of(value, key, label) for value in args]
+            else:
+                value = single(args, clause, label, _Error)
+                self.note(where, value)
+                data[key] = value.value if isinstance(value, Literal) else self.name_of(value, key, label)
         return data
 
     def route(self, node: Node, path: str, label: str) -> dict[str, Any]:

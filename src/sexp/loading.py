@@ -8,11 +8,15 @@ files are, without the loading layer importing this front end.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from atomtask.loading.declarations import Declarations
 from atomtask.loading.readers import register_reader
 from atomtask.schemas.source_text import read_source
-from atomtask.system.errors import UsageError
+
+if TYPE_CHECKING:
+    # Imported when a `.sexp` file is read, not when the reader registers: they pull in pydantic.
+    from atomtask.loading.declarations import Declarations
+    from atomtask.system.errors import UsageError
 
 __all__ = ["SEXP_SUFFIX", "read_declarations", "register"]
 
@@ -26,11 +30,13 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
     runs. A bad declaration is noted in `errors` and reading goes on; unreadable source (not UTF-8, a
     syntax error) raises.
     """
+    from atomtask.loading.declarations import Declarations
     from atomtask.sexp.defatom import schema_from_form
     from atomtask.sexp.defworkflow import workflow_from_form
     from atomtask.sexp.errors import SexpSyntaxError
     from atomtask.sexp.evaluator import declared_template
     from atomtask.sexp.reader import SList, Symbol, read
+    from atomtask.system.errors import UsageError
 
     out = Declarations()
     for form in read(read_source(path, error=SexpSyntaxError), str(path)):

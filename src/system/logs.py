@@ -49,17 +49,31 @@ class _Logger:
 
     Decided at each event, not at import: an application may configure logging after importing
     atomtask, and `structlog.testing.capture_logs` configures structlog for the length of a test.
+    One structlog proxy is kept per logger while the configuration stays the same object for object
+    (a new `structlog.configure(...)` or `reset_defaults()` gets a new one); when the application asked
+    structlog to `cache_logger_on_first_use`, the bound logger it hands out is kept instead, so an event
+    costs no logger construction. Without that option each event builds its logger, as structlog does.
     """
 
-    __slots__ = ("_name", "_stdlib")
+    __slots__ = ("_config", "_name", "_proxy", "_stdlib")
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._stdlib: Any = None
+        self._proxy: Any = None
+        self._config: tuple[tuple[Any, ...], tuple[int, ...]] | None = None
 
     def _target(self) -> Any:
         if structlog.is_configured():
-            return structlog.get_logger(self._name)
+            config = structlog.get_config()
+            values = tuple(config.values())
+            ids = tuple(map(id, values))  # `values` is kept below, so these ids stay those objects'
+            if self._config is None or self._config[1] != ids:
+                proxy = structlog.get_logger(self._name)
+                # Cached on first use: the bound logger itself (what the proxy would hand out each time).
+                self._proxy = proxy.bind() if config["cache_logger_on_first_use"] else proxy
+                self._config = (values, ids)
+            return self._proxy
         if self._stdlib is None:
             self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
         return self._stdlib

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Attempt",
+    "Coercion",
     "FailureReason",
     "TaskError",
     "TaskFailedError",
@@ -76,11 +77,30 @@ class UsageNotes(BaseModel):
         )
 
 
+class Coercion(BaseModel):
+    """One value `repair: lenient` read toward the schema: what kind of reading, where, and the text before and after.
+
+    `path` is the place in the answer (`items[0].qty`, empty for the whole answer); `before` is the
+    text as the model wrote it, `after` the JSON it became. `str(coercion)` is the line kept in `repairs`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    path: str
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"lenient {self.kind} at {self.path or '(root)'!r}: {self.before!r} -> {self.after!r}"
+
+
 class Attempt(BaseModel):
     """One model call: what it answered, what was repaired, and the errors it drew, if any.
 
     `model` is the model that answered (or failed), `output_mode` how it was asked; `repairs` lists
-    the local repairs that made the answer valid without a retry; `parse_error` says what was wrong
+    the local repairs that made the answer valid without a retry (`coercions` holds the ones `repair:
+    lenient` made toward the schema, structured); `parse_error` says what was wrong
     with the JSON as sent; `errors` are the validation errors fed back to the model; `fault` is a
     provider failure (HTTP status, timeout, dropped connection) for a request that got no answer.
     """
@@ -91,6 +111,7 @@ class Attempt(BaseModel):
     raw_output: str | None = None
     tool_name: str | None = None
     repairs: list[str] = Field(default_factory=list)
+    coercions: list[Coercion] = Field(default_factory=list)
     parse_error: str | None = None
     errors: list[dict[str, Any]] | str | None = None
     fault: str | None = None
@@ -115,6 +136,10 @@ class TaskNotes(BaseModel):
     attempts: list[Attempt] = Field(default_factory=list)
     models_tried: list[str] = Field(default_factory=list)
     default_model_notice: str | None = None
+    cached: bool = False
+    """True when the answer came from the response cache (no model was called: usage is zero)."""
+    cache_key: str | None = None
+    """The response cache key the answer was served from or stored under; None when the cache was off."""
 
 
 class TaskResult(BaseModel, Generic[T]):

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import attrs
+from atomtask.system.cache_policy import CachePolicy
 from atomtask.system.errors import SourceLocation
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -20,10 +21,12 @@ __all__ = [
     "OutputMode",
     "ParamSpec",
     "Placeholder",
+    "RepairMode",
     "Template",
     "TemplateLimits",
     "TextOrigin",
     "find_placeholders",
+    "repair_mode",
 ]
 
 # A module-level alias: inside `OutputFormat` the name `type` is a field, not the builtin.
@@ -63,6 +66,38 @@ class OutputMode(StrEnum):
     TOOL = "tool"
     NATIVE = "native"
     PROMPTED = "prompted"
+
+
+class RepairMode(StrEnum):
+    """What atomtask does with an answer that fails validation before it costs a re-ask.
+
+    `safe` fixes syntax only (quotes, commas, fences, comments, a closable truncation), never content;
+    `lenient` also coerces values toward the declared schema where exactly one reading fits (an enum
+    in another case, `12,111` for an integer, a bare scalar for a one-field schema), and records each
+    coercion on its attempt; `off` leaves every invalid answer to pydantic-ai's re-ask.
+    """
+
+    SAFE = "safe"
+    LENIENT = "lenient"
+    OFF = "off"
+
+
+_REPAIR_WORDS = {"true": RepairMode.SAFE, "false": RepairMode.OFF, "none": RepairMode.OFF, "no": RepairMode.OFF}
+
+
+def repair_mode(value: RepairMode | str | bool) -> RepairMode:
+    """The `RepairMode` for a template's or a call's `repair` (`True` is `safe`, `False` is `off`)."""
+    if isinstance(value, bool):
+        return RepairMode.SAFE if value else RepairMode.OFF
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _REPAIR_WORDS:
+            return _REPAIR_WORDS[word]
+        try:
+            return RepairMode(word)
+        except ValueError:
+            pass
+    raise ValueError(f"`repair` is one of `safe`, `lenient` or `false` (also `off`, `true`), not {value!r}")
 
 
 class ParamSpec(BaseModel):
@@ -230,9 +265,12 @@ class Template(BaseModel):
     fallbacks: list[str] = Field(default_factory=list)
     retries: int | None = Field(default=None, ge=0, le=20)
     limits: TemplateLimits | None = None
-    repair: bool = True
+    repair: RepairMode = RepairMode.SAFE
+    """`safe` (the default; `true`), `lenient`, or `off` (`false`): see `RepairMode`."""
     model_settings: dict[str, Any] | None = None
     """pydantic-ai `ModelSettings` for this template's calls (`temperature`, `max_tokens`, `seed`, ...)."""
+    cache: CachePolicy | None = None
+    """Serve repeated calls from the response cache: `true`, `false` or `{ttl: 1h}`; off when absent."""
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)
@@ -260,6 +298,11 @@ class Template(BaseModel):
                     ],
                 )
         return data
+
+    @field_validator("repair", mode="before")
+    @classmethod
+    def _repair_mode(cls, value: Any) -> Any:
+        return repair_mode(value) if isinstance(value, bool | str) else value
 
     @field_validator("name")
     @classmethod

@@ -1,7 +1,7 @@
 """The usage errors of workflows: one class per kind of mistake, each under a stable `atomtask check` code.
 
 Every one is a `UsageError`, raised (or, for `atomtask check`, collected) when a workflow is
-registered, before any model is called. Each carries the `code` (E110-E119), the `workflow` and
+registered, before any model is called. Each carries the `code` (E110-E120), the `workflow` and
 `step` it concerns, the `location` (file:line:col when the declaration came from a file) and the
 near names for "did you mean".
 """
@@ -22,6 +22,7 @@ __all__ = [
     "WorkflowDeclarationError",
     "WorkflowError",
     "WorkflowExpressionError",
+    "WorkflowMigrationError",
     "WorkflowNameError",
     "WorkflowNotFoundError",
     "WorkflowParallelError",
@@ -135,6 +136,13 @@ class WorkflowParallelError(WorkflowError):
     rule = "workflow-parallel-conflict"
 
 
+class WorkflowMigrationError(WorkflowError):
+    """E120: a `migrations:` entry is wrong: a broken version chain, a field or step it names, a value, a `call`."""
+
+    code = "E120"
+    rule = "workflow-migration"
+
+
 #: Every workflow error class by its check code (the first class of each code).
 WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
     cls.code: cls
@@ -149,5 +157,6 @@ WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
         WorkflowControlError,
         WorkflowCycleError,
         WorkflowParallelError,
+        WorkflowMigrationError,
     )
 }

@@ -115,6 +115,8 @@ class WorkflowResult(BaseModel, Generic[S]):
     usage: UsageNotes = Field(default_factory=UsageNotes)
     duration_ms: float = 0.0
     error: WorkflowFailure | None = None
+    #: The durable run's id (`atomtask.runs`), None for a run that was not recorded.
+    run_id: str | None = None
 
     @property
     def ok(self) -> bool:

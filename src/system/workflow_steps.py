@@ -1,6 +1,7 @@
 """What a workflow step declares: `Step`, its `Route`s and its `OnFailure` escalation (part of the file format).
 
-A step runs one task (`task:`), one sub-workflow (`workflow:`) or a `parallel:` group of steps. These
+A step runs one task (`task:`), one sub-workflow (`workflow:`), a `parallel:` group of steps, or waits
+for a person's decision (`type: approval`, whose `ApprovalDecision` goes to its `output:`). These
 are plain declarations: whether the names, paths, types and routes make sense is checked when the
 workflow is registered (`atomtask.workflows.checks`); running them is `atomtask.workflows.runner`.
 """
@@ -8,12 +9,13 @@ workflow is registered (`atomtask.workflows.checks`); running them is `atomtask.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, Literal
 
-from atomtask.system.templates import TemplateLimits
+from atomtask.system.templates import RepairMode, TemplateLimits
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["END", "OnFailure", "Route", "Step"]
+__all__ = ["END", "ApprovalDecision", "OnFailure", "Route", "Step", "parse_duration"]
 
 #: The route target that ends the run.
 END = "end"
@@ -22,6 +24,47 @@ _ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Keys that only make sense on a step that runs a task or a sub-workflow, not on a `parallel` group.
 _RUN_KEYS = ("inputs", "outputs", "output", "model", "retries", "limits", "model_settings", "repair", "set_")
+# Keys of a step that runs something, which an approval step (it waits for a person) does not take.
+_NOT_APPROVAL = (
+    "inputs", "outputs", "model", "retries", "limits", "model_settings", "repair", "for_each", "on_failure",
+)  # fmt: skip
+_APPROVAL_KEYS = ("message", "timeout", "on_timeout")
+_NUMBER = r"(\d+(?:\.\d+)?)"
+_DURATION_RE = re.compile(rf"^\s*(?:{_NUMBER}d)?\s*(?:{_NUMBER}h)?\s*(?:{_NUMBER}m)?\s*(?:{_NUMBER}s)?\s*$")
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from a duration: a number of seconds, or text such as `24h`, `30m`, `1h30m`, `45s`, `2d`.
+
+    Raises `ValueError` (with the accepted forms) for anything else, zero or negative included.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = _DURATION_RE.match(value) if isinstance(value, str) else None
+        if match is None or not any(match.groups()):
+            raise ValueError(
+                f"a duration is a number of seconds or text like `24h`, `30m`, `1h30m`, `45s`, `2d`; not {value!r}"
+            )
+        days, hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
+        seconds = days * 86400 + hours * 3600 + minutes * 60 + secs
+    if seconds <= 0:
+        raise ValueError(f"a duration must be more than zero, not {value!r}")
+    return seconds
+
+
+class ApprovalDecision(BaseModel):
+    """The decision an approval step writes to its `output:` field (a `bool` field gets only `approved`).
+
+    `by` is who decided (when known); `at` is when; a timeout decides by `on_timeout` with `by` None.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    approved: bool
+    note: str | None = None
+    by: str | None = None
+    at: datetime
 
 
 class Route(BaseModel):
@@ -101,7 +144,7 @@ class Step(BaseModel):
     retries: int | None = Field(default=None, ge=0, le=20)
     limits: TemplateLimits | None = None
     model_settings: dict[str, Any] | None = None
-    repair: bool | None = None
+    repair: bool | RepairMode | None = None  # `true`/`false` or a mode (`safe`, `lenient`, `off`)
     when: str | None = None
     route: list[Route] | None = None
     set_: dict[str, str] = Field(default_factory=dict, alias="set")
@@ -111,6 +154,18 @@ class Step(BaseModel):
     collect: str | None = None
     on_failure: OnFailure = Field(default_factory=OnFailure)
     max_visits: int | None = Field(default=None, ge=1)
+    #: `approval` for a step that waits for a person's decision; other steps say what they run instead.
+    type: Literal["approval"] | None = None
+    #: An approval step's text for the person deciding (with `{{state.x}}` placeholders).
+    message: str | None = None
+    #: How long an approval step waits, in seconds (`24h`, `30m` and `45s` are read as durations).
+    timeout: float | None = None
+    on_timeout: Literal["reject", "approve"] = "reject"
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return None if value is None else parse_duration(value)
 
     @field_validator("id")
     @classmethod
@@ -132,6 +187,11 @@ class Step(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Step:
+        if self.type == "approval":
+            return self._check_approval()
+        extra = [key for key in _APPROVAL_KEYS if key in self.model_fields_set]
+        if extra:
+            raise ValueError(f"`{extra[0]}` only applies to an approval step (`type: approval`)")
         kinds = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
         if len(kinds) != 1:
             found = ", ".join(f"`{k}`" for k in kinds) or "none of them"
@@ -147,6 +207,17 @@ class Step(BaseModel):
             self._check_group(self.parallel)
         return self
 
+    def _check_approval(self) -> Step:
+        runs = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
+        if runs:
+            raise ValueError(f"an approval step waits for a person; it has no `{runs[0]}`")
+        for key in (*_NOT_APPROVAL, "collect", "as_", "concurrency"):
+            if key in self.model_fields_set:
+                raise ValueError(f"`{key.rstrip('_')}` does not apply to an approval step (`type: approval`)")
+        if self.output is None:
+            raise ValueError("an approval step needs `output: FIELD`, the state field that receives the decision")
+        return self
+
     def _check_group(self, members: list[Step]) -> None:
         if not members:
             raise ValueError("`parallel` needs at least one step")
@@ -160,6 +231,8 @@ class Step(BaseModel):
         for member in members:
             if member.parallel is not None:
                 raise ValueError(f"step {member.id!r}: `parallel` groups do not nest")
+            if member.type == "approval":
+                raise ValueError(f"step {member.id!r}: an approval step cannot be inside `parallel`")
             if member.route is not None or member.max_visits is not None:
                 raise ValueError(f"step {member.id!r} is inside `parallel`: put `route`/`max_visits` on the group")
             if member.on_failure.to is not None:
@@ -168,8 +241,10 @@ class Step(BaseModel):
                 )
 
     @property
-    def kind(self) -> Literal["task", "workflow", "parallel"]:
-        """Which of `task`, `workflow` or `parallel` this step runs."""
+    def kind(self) -> Literal["task", "workflow", "parallel", "approval"]:
+        """Which of `task`, `workflow` or `parallel` this step runs, or `approval` (it waits for a decision)."""
+        if self.type == "approval":
+            return "approval"
         if self.task is not None:
             return "task"
         return "workflow" if self.workflow is not None else "parallel"

@@ -13,11 +13,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from atomtask.system.errors import SourceLocation
-from atomtask.system.templates import TemplateLimits
-from atomtask.system.workflow_steps import END, OnFailure, Route, Step
+from atomtask.system.templates import RepairMode, TemplateLimits
+from atomtask.system.workflow_steps import END, ApprovalDecision, OnFailure, Route, Step
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-__all__ = ["END", "NodeLocator", "OnFailure", "Route", "Step", "Workflow", "WorkflowState", "collect_origins"]
+__all__ = [
+    "END",
+    "ApprovalDecision",
+    "Migration",
+    "NodeLocator",
+    "OnFailure",
+    "Route",
+    "Step",
+    "Workflow",
+    "WorkflowState",
+    "collect_origins",
+]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -55,6 +66,51 @@ class WorkflowState(BaseModel):
         return self
 
 
+def _version_label(value: Any) -> Any:
+    # `version: 1.0` in YAML is a float; a version is a label, kept as written.
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class Migration(BaseModel):
+    """How a run's state recorded under version `from` becomes the state of version `to` (on resume).
+
+    Either edits, applied in this order to the old state: `rename` (`{old: new}`), `drop` (`[field]`),
+    `set` (`{field: value}`, a literal) and `convert` (`{field: EXPR}`, an expression of the workflow's
+    language over the OLD state, e.g. `len(state.notes)`); or `call: "package.module:function"`, a
+    function of the old state (a dict) giving the new one, importable only from the `importable`
+    packages. `resume_at` names the step the resumed run continues at (when its step is gone).
+
+    Example (YAML): `{from: "1.0", to: "1.1", rename: {title: headline}, set: {score: 0}}`
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    rename: dict[str, str] = Field(default_factory=dict)
+    drop: list[str] = Field(default_factory=list)
+    set_: dict[str, Any] = Field(default_factory=dict, alias="set")
+    convert: dict[str, str] = Field(default_factory=dict)
+    call: str | None = None
+    resume_at: str | None = None
+
+    _versions = field_validator("from_", "to", mode="before")(_version_label)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Migration:
+        edits = [key for key in ("rename", "drop", "set_", "convert") if key in self.model_fields_set]
+        if self.call is not None and edits:
+            raise ValueError(f"a migration has `call` or edits (`{edits[0].rstrip('_')}`), not both")
+        if self.from_ == self.to:
+            raise ValueError(f"a migration goes from one version to another, not from {self.from_!r} to itself")
+        return self
+
+    @property
+    def label(self) -> str:
+        """`1.0 -> 1.1`."""
+        return f"{self.from_} -> {self.to}"
+
+
 class Workflow(BaseModel):
     """A workflow: typed state flowing through steps, checked before any model is called.
 
@@ -68,7 +124,8 @@ class Workflow(BaseModel):
         ```
 
     `model`, `model_settings`, `retries` and `repair` are defaults for every step (a step's own
-    setting wins; both win over the task's). `limits` hold across every step of a run.
+    setting wins; both win over the task's). `limits` hold across every step of a run. `migrations`
+    turn the state of a run recorded under an older `version` into this version's, on resume.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,7 +139,8 @@ class Workflow(BaseModel):
     model: str | None = None
     model_settings: dict[str, Any] | None = None
     retries: int | None = Field(default=None, ge=0, le=20)
-    repair: bool | None = None
+    repair: bool | RepairMode | None = None  # `true`/`false` or a mode (`safe`, `lenient`, `off`)
+    migrations: list[Migration] = Field(default_factory=list)
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, SourceLocation] = PrivateAttr(default_factory=dict)
@@ -96,11 +154,7 @@ class Workflow(BaseModel):
             )
         return value
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_text(cls, value: Any) -> Any:
-        # `version: 1.0` in YAML is a float; the version is a label, kept as written.
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    _version_text = field_validator("version", mode="before")(_version_label)
 
     @property
     def location(self) -> SourceLocation | None:

@@ -17,12 +17,14 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from atomtask.testing.answers import Answer, estimated_usage, offered_tool
 from atomtask.testing.anthropic_wire import anthropic_events, anthropic_message
+from atomtask.testing.fake_batches import FakeBatches
 from atomtask.testing.http_transport import Handler, HTTPServer, cut, send_error, send_json, send_stream
 from atomtask.testing.openai_wire import openai_completion, openai_events
 from atomtask.testing.replies import (
@@ -77,7 +79,9 @@ class FakeProviderServer:
         ```
 
     Routes: `POST /v1/chat/completions` (OpenAI chat completions) and `POST /v1/messages` (Anthropic
-    messages), each as JSON or, when the body has `"stream": true`, as server-sent events. When the
+    messages), each as JSON or, when the body has `"stream": true`, as server-sent events; and the batch
+    APIs (OpenAI files and batches, Anthropic message batches), programmed through `server.batches`
+    (`fake_batches`), whose requests are answered by the same script or responder. When the
     script runs out the server answers HTTP 500 "no scripted reply left" with `x-should-retry: false`, so
     the SDKs don't retry it. Every request is recorded in `requests`, in order.
 
@@ -92,12 +96,14 @@ class FakeProviderServer:
         self._lock = threading.Lock()
         self._replies: deque[ServerReply] = deque()
         self._scripted = 0
+        self._responder: Callable[[RecordedRequest], ServerReply] | None = None
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.batches = FakeBatches(self)  # the batch endpoints' state (`fake_batches`)
 
     # Lifecycle
 
@@ -147,6 +153,16 @@ class FakeProviderServer:
         with self._lock:
             self._replies.extend(replies)
             self._scripted += len(replies)
+
+    def respond_with(self, responder: Callable[[RecordedRequest], ServerReply] | None) -> None:
+        """Answer every request the script does not cover with `responder(request)` (None: stop).
+
+        For many concurrent requests whose order is not known (a batch), the reply can depend on the
+        request: `server.respond_with(lambda r: Reply.tool_call(args=...) if "a" in str(r.body) else ...)`.
+        It is called on the server's handler threads, so it must be thread-safe.
+        """
+        with self._lock:
+            self._responder = responder
 
     @property
     def pending(self) -> int:
@@ -221,11 +237,14 @@ class FakeProviderServer:
             self._requests.append(request)
             return len(self._requests)
 
-    def _next_reply(self, number: int) -> ServerReply | ErrorReply:
+    def _next_reply(self, number: int, request: RecordedRequest | None = None) -> ServerReply | ErrorReply:
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
             scripted = self._scripted
+            responder = self._responder
+        if responder is not None and request is not None:
+            return responder(request)
         message = (
             f"FakeProviderServer: no scripted reply left for request #{number} "
             f"({scripted} scripted). Add replies with `server.script(...)`."
@@ -241,7 +260,11 @@ class FakeProviderServer:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         headers = {name.lower(): value for name, value in handler.headers.items()}
-        number = self._record(RecordedRequest(path=path, headers=headers, body=body))
+        request = RecordedRequest(path=path, headers=headers, body=body)
+        number = self._record(request)
+        if FakeBatches.serves(path):
+            self.batches.handle(handler, path, raw, headers)
+            return
         wire = WIRE_BY_PATH.get(path)
         if wire is None:
             hint = (
@@ -254,7 +277,7 @@ class FakeProviderServer:
         if not isinstance(parsed, dict):
             send_error(handler, wire, _final(400, f"Request #{number} has no JSON object as its body."))
             return
-        self._answer(handler, wire, self._next_reply(number), body, raw_size=len(raw), number=number)
+        self._answer(handler, wire, self._next_reply(number, request), body, raw_size=len(raw), number=number)
 
     def _answer(
         self,

@@ -32,6 +32,8 @@ class _Owner(Protocol):
 
 class HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops connections a batch opens at once (each retried ~1 s later).
+    request_queue_size = 1024
 
     def __init__(self, fake: _Owner) -> None:
         self.fake = fake
@@ -65,6 +67,9 @@ class Handler(BaseHTTPRequestHandler):
             self.server.fake._track(self.connection, add=False)
 
     def do_POST(self) -> None:
+        self.server.fake._handle(self)
+
+    def do_GET(self) -> None:  # the batch endpoints' status and result downloads
         self.server.fake._handle(self)
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -12,7 +12,11 @@ each with its code (see `atomtask.system.workflow_errors`):
 - E115 every required parameter is bound, no unknown one is, every output field exists;
 - E116 data flow: a step reads only fields written on every path to it, run inputs, or fields with defaults;
 - E117 route targets exist, every step is reachable, no route entry is dead;
-- E118 every cycle has `max_visits`; E119 no two steps of a `parallel` group write the same field.
+- E118 every cycle has `max_visits`; E119 no two steps of a `parallel` group write the same field;
+- E120 the `migrations` chain to the current `version`, and what each migration names (`migration_checks`).
+
+A state field may say `redact: true` (a boolean, E110 otherwise); a named state class says it with
+`Field(json_schema_extra={"redact": True})`. The compiled workflow lists those fields (`redacted_fields`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from atomtask.system.workflow_errors import WorkflowDeclarationError, WorkflowEr
 from atomtask.system.workflows import END, Workflow
 from atomtask.workflows.compiled import CompiledStep, CompiledWorkflow
 from atomtask.workflows.flow import check_flow
+from atomtask.workflows.migration_checks import check_migrations
 from atomtask.workflows.problems import Problems
 from atomtask.workflows.step_checks import check_input_types, compile_step
 from atomtask.workflows.step_context import StepContext
@@ -125,6 +130,8 @@ def check_workflow(
     for step in steps:
         if step.id in written:
             check_input_types(ctx, step, written[step.id])
+    migrations = check_migrations(problems, workflow, state_cls, models)
+    redacted = _redacted(problems, workflow, state_cls)
     if problems:
         return WorkflowCheck(workflow=workflow, errors=tuple(problems.errors), compiled=None)
     compiled = CompiledWorkflow(
@@ -134,6 +141,8 @@ def check_workflow(
         run_inputs=run_inputs,
         required_inputs=required,
         index=index,
+        migrations=migrations,
+        redacted_fields=redacted,
     )
     return WorkflowCheck(workflow=workflow, errors=(), compiled=compiled)
 
@@ -166,7 +175,7 @@ def _state_class(problems: Problems, workflow: Workflow, models: ModelRegistry) 
     definition: dict[str, Any] = {
         "name": _class_name(workflow.name) + "State",
         "description": state.description or f"The state of workflow {workflow.name!r}.",
-        "fields": state.fields,
+        "fields": [_without_redact(f) for f in state.fields or []],
     }
     try:
         schema = SchemaDef.model_validate(definition)
@@ -191,6 +200,33 @@ def _state_class(problems: Problems, workflow: Workflow, models: ModelRegistry) 
                 problems.errors[-1].message, location=exc.location, workflow=workflow.name, suggestions=exc.suggestions
             )
         return None
+
+
+def _without_redact(field: Any) -> Any:
+    """A state field as the schemas layer takes it: `redact` is the workflow's option, not the schema's."""
+    return {k: v for k, v in field.items() if k != "redact"} if isinstance(field, dict) else field
+
+
+def _redacted(problems: Problems, workflow: Workflow, state_cls: type[BaseModel]) -> frozenset[str]:
+    """The state fields declared `redact: true` (a non-boolean `redact` is noted, E110)."""
+    found: set[str] = set()
+    for number, field in enumerate(workflow.state.fields or []):
+        if not isinstance(field, dict) or "redact" not in field:
+            continue
+        if not isinstance(field["redact"], bool):
+            problems.add(
+                WorkflowDeclarationError,
+                f"`redact` of state field {field.get('name')!r} in workflow {workflow.name!r} is true or false, not "
+                f"{field['redact']!r}.",
+                f"state.fields.{number}.redact",
+            )
+        elif field["redact"]:
+            found.add(str(field.get("name")))
+    for name, info in state_cls.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("redact") is True:
+            found.add(name)
+    return frozenset(found)
 
 
 def _field_label(fields: list[dict[str, Any]] | None, loc: list[str]) -> str:

@@ -2,23 +2,24 @@
 
 Everything the runner needs is resolved here once: the state class, each step's task (or
 sub-workflow) and parameter types, the parsed inputs and expressions, the fields each step reads
-and writes, and where each step goes next.
+and writes, and where each step goes next; the workflow's checked `migrations` and the state fields
+declared `redact: true` (never stored in clear nor logged).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.system.errors import SourceLocation
-from atomtask.system.workflows import END, Step, Workflow
+from atomtask.system.workflows import END, Migration, Step, Workflow
 from atomtask.workflows.expressions import Expression, PathRef
 from atomtask.workflows.values import Value
 from pydantic import BaseModel
 
-__all__ = ["CompiledRoute", "CompiledStep", "CompiledWorkflow", "EdgeKind", "Read"]
+__all__ = ["CompiledMigration", "CompiledRoute", "CompiledStep", "CompiledWorkflow", "EdgeKind", "Read"]
 
 #: How control leaves a step: after it ran (`ok`), when `when` skipped it, or after a failure it survives.
 EdgeKind = Literal["ok", "skip", "fail"]
@@ -67,6 +68,8 @@ class CompiledStep:
     reads_run: tuple[Read, ...] = ()
     reads_set: tuple[Read, ...] = ()
     reads_route: tuple[Read, ...] = ()
+    #: An approval step's message, rendered from the state like a text input.
+    message: Value | None = None
 
     @property
     def id(self) -> str:
@@ -118,6 +121,19 @@ class CompiledStep:
         return found
 
 
+@attrs.frozen(kw_only=True)
+class CompiledMigration:
+    """One checked migration: its `convert` expressions parsed, its `call` function imported."""
+
+    migration: Migration
+    convert: tuple[tuple[str, Expression], ...] = ()
+    call: Callable[[dict[str, Any]], Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.migration.label
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class CompiledWorkflow:
     """A workflow checked against its tasks, sub-workflows, state and routes."""
@@ -130,10 +146,18 @@ class CompiledWorkflow:
     required_inputs: tuple[str, ...]
     #: Every step by id, members of `parallel` groups included.
     index: Mapping[str, CompiledStep] = attrs.field(factory=dict)
+    #: The declared migrations, checked (a chain that ends at `workflow.version`).
+    migrations: tuple[CompiledMigration, ...] = ()
+    #: The state fields declared `redact: true`: never written to a run's store in clear, never logged.
+    redacted_fields: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
         return self.workflow.name
+
+    @property
+    def version(self) -> str | None:
+        return self.workflow.version
 
     @property
     def first(self) -> str:

@@ -38,6 +38,8 @@ def _label(step: CompiledStep) -> str:
         lines.append(f"task: {declared.task}")
     elif declared.workflow is not None:
         lines.append(f"workflow: {declared.workflow}")
+    elif declared.kind == "approval":
+        lines.append("approval")
     if declared.for_each is not None:
         lines.append(f"for each {declared.as_} in {declared.for_each.strip('{} ')}")
     if declared.when is not None:
@@ -126,6 +128,8 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
         if declared.task
         else f"workflow {declared.workflow}"
         if declared.workflow
+        else f"approval -> state.{declared.output}"
+        if declared.kind == "approval"
         else f"parallel ({len(step.members)} steps)"
     )
     lines = [f"{indent}{number} {declared.id}: {runs}"]
@@ -138,7 +142,8 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
     reads = sorted({r.ref.text for r in (*step.reads_entry, *step.reads_run, *step.reads_set, *step.reads_route)})
     if reads:
         lines.append(f"{inner}reads: {', '.join(reads)}")
-    writes = [f"{field} <- {'.'.join(parts) or '(the whole answer)'}" for field, parts in step.output_map]
+    whole = "(the decision)" if declared.kind == "approval" else "(the whole answer)"
+    writes = [f"{field} <- {'.'.join(parts) or whole}" for field, parts in step.output_map]
     if declared.collect is not None:
         writes.append(f"{declared.collect} <- [answers]")
     writes += [f"{field} <- {expr.text}" for field, expr in step.sets]

@@ -1,7 +1,8 @@
 """Checking what a step writes: `outputs`, `output`, `collect` and `set` against the state's fields and types.
 
 An output must name a field the task (or sub-workflow) answers with (E115), every target must be a
-state field (E113), and each value's type must fit its field's (E114).
+state field (E113), and each value's type must fit its field's (E114). An approval step's `output`
+takes its decision: a `bool` field gets `approved`, a field of a class like `ApprovalDecision` all of it.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from typing import Any
 
 from atomtask.system.errors import did_you_mean, near_names
 from atomtask.system.workflow_errors import WorkflowBindingError, WorkflowPathError, WorkflowTypeError
-from atomtask.system.workflows import Step
+from atomtask.system.workflows import ApprovalDecision, Step
 from atomtask.workflows.expressions import Expression
 from atomtask.workflows.step_context import StepContext, expression, typed
 from atomtask.workflows.type_rules import a_describe, compatible, describe, item_type, strip_none, walk
 
-__all__ = ["check_outputs", "check_sets"]
+__all__ = ["check_approval_output", "check_outputs", "check_sets"]
 
 
 def _state_field(ctx: StepContext, step: Step, field: str, where: str, key: str) -> Any:
@@ -86,6 +87,29 @@ def check_outputs(
         elif element is not None:
             _fit(ctx, step, output_type, element, f"each answer of {runs}", f"{step.collect}[]", where)
     return tuple(found)
+
+
+def check_approval_output(
+    ctx: StepContext, step: Step, path: str
+) -> tuple[Any, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The type an approval step writes (`bool` or `ApprovalDecision`, as its field takes) and its output map."""
+    where = f"{path}.output"
+    field = step.output or ""
+    target = _state_field(ctx, step, field, where, "`output`")
+    if target is None:
+        return Any, ()
+    for decision in (bool, ApprovalDecision):
+        if compatible(decision, target):
+            return decision, ((field, ()),)
+    ctx.problems.add(
+        WorkflowTypeError,
+        f"Approval step {step.id!r} writes its decision to `state.{field}` ({describe(target)}), which takes "
+        "neither `bool` (approved or not) nor an `ApprovalDecision` (approved, note, by, at). Declare the field "
+        "`bool`, or of a class with those fields.",
+        where,
+        step=step.id,
+    )
+    return Any, ()
 
 
 def _fit(ctx: StepContext, step: Step, source: Any, target: Any, what: str, field: str, where: str) -> None:

@@ -12,7 +12,7 @@ as `execute` uses: inside a running event loop the run goes on a worker thread).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from atomtask.executors.atomic import AtomicTaskExecutor
@@ -26,8 +26,9 @@ from atomtask.system.workflow_results import StepVisit, WorkflowFailure, Workflo
 from atomtask.system.workflows import END
 from atomtask.workflows.compiled import CompiledStep, CompiledWorkflow
 from atomtask.workflows.expressions import ExpressionRuntimeError
+from atomtask.workflows.journal import Start, StepJournal, unjournaled_approval
 from atomtask.workflows.state import Budget, StateWriteError, initial_state, write_state
-from atomtask.workflows.step_runs import Attempted, RunContext, run_attempts, run_group, run_items, skipped
+from atomtask.workflows.step_runs import Attempted, RunContext, run_attempts, run_group, run_items, skipped, traced_step
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class WorkflowRunner:
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: None = None,
         on_visit: Callable[[StepVisit], None] | None = None,
+        journal: StepJournal | None = None,
+        start: Start | None = None,
     ) -> WorkflowResult[Any]: ...
 
     @overload
@@ -79,6 +82,8 @@ class WorkflowRunner:
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: type[S],
         on_visit: Callable[[StepVisit], None] | None = None,
+        journal: StepJournal | None = None,
+        start: Start | None = None,
     ) -> WorkflowResult[S]: ...
 
     async def run_async(
@@ -91,6 +96,8 @@ class WorkflowRunner:
         limits: TemplateLimits | Mapping[str, Any] | None = None,
         expect: type[BaseModel] | None = None,
         on_visit: Callable[[StepVisit], None] | None = None,
+        journal: StepJournal | None = None,
+        start: Start | None = None,
     ) -> WorkflowResult[Any]:
         """Run `compiled` on `inputs`; never raises for a run that failed.
 
@@ -99,6 +106,8 @@ class WorkflowRunner:
         `limits=` tighten the workflow's `limits` for this run. `expect=Cls` types the result as
         `WorkflowResult[Cls]` and raises `ConfigurationError` when the state class is not a `Cls`.
         `on_visit` (else the runner's own) is called with each top-level step visit as it ends.
+        `journal` records (or replays) each top-level step: how `atomtask.runs` makes a run durable;
+        `start` begins the run from a state and step of its own instead of `inputs` (a migrated run).
         A bad `limits=` or `model_settings=` raises `ConfigurationError` before anything runs.
         """
         if expect is not None and not issubclass(compiled.state_cls, expect):
@@ -112,9 +121,17 @@ class WorkflowRunner:
         own = compiled.workflow.limits
         if limits is not None:
             own = _run_limits(limits).tightest(own)
-        return await self._run(
-            compiled, dict(inputs or {}), model, settings, Budget(limits=own), notify=on_visit or self.on_visit
+        run = self._run(
+            compiled,
+            dict(inputs or {}),
+            model,
+            settings,
+            Budget(limits=own),
+            notify=on_visit or self.on_visit,
+            journal=journal,
+            start=start,
         )
+        return await self._traced(compiled, run)
 
     @overload
     def run(
@@ -176,10 +193,14 @@ class WorkflowRunner:
         budget: Budget,
         *,
         notify: Callable[[StepVisit], None] | None = None,
+        journal: StepJournal | None = None,
+        start: Start | None = None,
     ) -> WorkflowResult[Any]:
         started = time.perf_counter()
         log.info("workflow_started", workflow=compiled.name, inputs=sorted(inputs))
-        first = initial_state(compiled, inputs)
+        first = initial_state(compiled, inputs) if start is None else start.state
+        if start is not None:
+            budget.spend(start.used)
         if isinstance(first, WorkflowFailure):
             return self._finish(compiled, None, [], first, started)
         ctx = RunContext(
@@ -193,7 +214,10 @@ class WorkflowRunner:
         visits: list[StepVisit] = []
         state: BaseModel = first
         try:
-            state, failure = await _walk(ctx, state, _Visits(visits, notify))
+            current = compiled.first if start is None else start.step
+            if start is not None and start.after:
+                current = _next(compiled.index[start.step], state)
+            state, failure = await _walk(ctx, state, _Visits(visits, notify), journal, current)
         except Exception as exc:  # a bug must not lose what was paid for: report it in the result
             log.exception("workflow_unexpected_error", workflow=compiled.name)
             failure = WorkflowFailure(
@@ -210,7 +234,11 @@ class WorkflowRunner:
         model_settings: Mapping[str, Any] | None,
         budget: Budget,
     ) -> WorkflowResult[Any]:
-        return await self._run(compiled, inputs, model, model_settings, budget)
+        return await self._traced(compiled, self._run(compiled, inputs, model, model_settings, budget))
+
+    async def _traced(self, compiled: CompiledWorkflow, run: Awaitable[WorkflowResult[Any]]) -> WorkflowResult[Any]:
+        tracing = self.executor.manager.tracing  # OpenTelemetry: the run's span, its steps' and tasks' inside it
+        return await (run if tracing is None else tracing.workflow(compiled.name, run))
 
     @staticmethod
     def _finish(
@@ -255,11 +283,13 @@ class _Visits:
                 self.notify(visit)
 
 
-async def _walk(ctx: RunContext, state: BaseModel, visits: _Visits) -> tuple[BaseModel, WorkflowFailure | None]:
+async def _walk(
+    ctx: RunContext, state: BaseModel, visits: _Visits, journal: StepJournal | None = None, first: str | None = None
+) -> tuple[BaseModel, WorkflowFailure | None]:
     """Follow the steps from the first to the end; returns the last state and the failure that stopped the run."""
     compiled = ctx.compiled
     counts: dict[str, int] = {}
-    current = compiled.first
+    current = first or compiled.first
     while current != END:
         step = compiled.index[current]
         count = counts.get(current, 0) + 1
@@ -280,7 +310,7 @@ async def _walk(ctx: RunContext, state: BaseModel, visits: _Visits) -> tuple[Bas
         if skip:
             visits.extend([skipped(step, count)])
         else:
-            outcome = await _run_step(ctx, step, state, count)
+            outcome = await traced_step(ctx, step, count, _journaled(ctx, step, state, count, journal))
             visits.extend(outcome.visits)
             if outcome.writes:
                 try:
@@ -309,6 +339,25 @@ async def _run_step(ctx: RunContext, step: CompiledStep, state: BaseModel, visit
     if step.for_each is not None:
         return await run_items(ctx, step, state, visit)
     return await run_attempts(ctx, step, state, visit)
+
+
+async def _journaled(
+    ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int, journal: StepJournal | None
+) -> Attempted:
+    """The step run, or through `journal`: a step it replays counts against the run's limits again, unpaid.
+
+    An approval step waits for a person's decision, which only a journal (a durable run) can wait for.
+    """
+    approval = step.step.kind == "approval"
+    if journal is None:
+        return unjournaled_approval(step, visit) if approval else await _run_step(ctx, step, state, visit)
+    if approval:
+        done = await journal.approval(step, visit, state)
+    else:
+        done = await journal.step(step, visit, state, lambda: _run_step(ctx, step, state, visit))
+    if done.replayed:
+        ctx.budget.spend(sum((v.usage for v in done.attempted.visits), UsageNotes()))
+    return done.attempted
 
 
 def _next(step: CompiledStep, state: BaseModel) -> str:

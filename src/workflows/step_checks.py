@@ -29,7 +29,7 @@ from atomtask.system.workflows import END, Step
 from atomtask.workflows.compiled import CompiledRoute, CompiledStep, Read
 from atomtask.workflows.expression_types import not_null_when
 from atomtask.workflows.expressions import Expression
-from atomtask.workflows.output_checks import check_outputs, check_sets
+from atomtask.workflows.output_checks import check_approval_output, check_outputs, check_sets
 from atomtask.workflows.step_context import Reported, StepContext, check_null_reads, expression, label, typed
 from atomtask.workflows.type_rules import a_describe, compatible, describe, item_type, strip_none
 from atomtask.workflows.values import Value, parse_value
@@ -72,6 +72,8 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
     if step.parallel is not None:
         members = tuple(compile_step(ctx, m, f"{path}.parallel.{i}", END) for i, m in enumerate(step.parallel))
         return CompiledStep(members=members, **common)
+    if step.kind == "approval":
+        return _approval(ctx, step, path, common)
     task, child, params, output_type = _target(ctx, step, path)
     for_each, item = _for_each(ctx, step, path)
     inputs = _inputs(ctx, step, path, params, item)
@@ -89,6 +91,32 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
         sets=sets,
         output_map=output_map,
         reads_run=_reads(for_each, f"{path}.for_each") + reads_run,
+        reads_set=tuple(r for field, expr in sets for r in _reads(expr, f"{path}.set.{field}")),
+        **common,
+    )
+
+
+def _approval(ctx: StepContext, step: Step, path: str, common: dict[str, Any]) -> CompiledStep:
+    """An approval step: its message (text with placeholders, like an input) and the field its decision goes to."""
+    message: Value | None = None
+    where = f"{path}.message"
+    if step.message is not None:
+        try:
+            message = parse_value(step.message, roots=("state",))
+        except WorkflowExpressionError as exc:
+            ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, `message`: ")
+        else:
+            for ref in message.all_refs():
+                with contextlib.suppress(Reported):
+                    ctx.path_type(ref, None, where, step.id)
+    output_type, output_map = check_approval_output(ctx, step, path)
+    sets = check_sets(ctx, step, path)
+    return CompiledStep(
+        message=message,
+        output_type=output_type,
+        output_map=output_map,
+        sets=sets,
+        reads_run=_value_reads(message, where) if message is not None else (),
         reads_set=tuple(r for field, expr in sets for r in _reads(expr, f"{path}.set.{field}")),
         **common,
     )
@@ -229,6 +257,12 @@ def check_input_types(ctx: StepContext, step: CompiledStep, written: frozenset[s
     runs = f"task {step.step.task!r}" if step.step.task is not None else f"workflow {step.step.workflow!r}"
     known = not_null_when(step.when.tree, True) if step.when is not None else frozenset()
     _check_null_reads(ctx, step, written, known)
+    if step.message is not None:
+        where = f"{step.path}.message"
+        with contextlib.suppress(Reported):
+            step.message.static_type(
+                lambda ref: ctx.path_type(ref, None, where, step.id, written=written, guarded=known)
+            )
     for name, value in step.inputs.items():
         target = step.param_types.get(name)
         where = f"{step.path}.inputs.{name}"

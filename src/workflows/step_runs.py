@@ -34,7 +34,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-__all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items"]
+__all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items", "traced_step"]
 
 log = get_logger(__name__)
 _T = TypeVar("_T")
@@ -128,6 +128,12 @@ async def run_attempts(
             return Attempted(visits=visits, writes=writes, answer=answer)
         _log_failed(ctx, step, failure)
     return Attempted(visits=visits, failure=failure)
+
+
+async def traced_step(ctx: RunContext, step: CompiledStep, visit: int, run: Awaitable[Attempted]) -> Attempted:
+    """Await `run` (one visit of a top-level step) inside its OpenTelemetry span when the system traces."""
+    tracing = ctx.executor.manager.tracing
+    return await (run if tracing is None else tracing.step(ctx.compiled.name, step.step, visit, run))
 
 
 def _log_failed(ctx: RunContext, step: CompiledStep, failure: WorkflowFailure) -> None:

@@ -1,0 +1,362 @@
+"""The DBOS batch engine's queue: one DBOS workflow per item on a durable queue, run by `atomtask worker`s.
+
+`atomtask batch --engine dbos --db URL` puts every item on the DBOS queue `atomtask-batch` (or
+`--queue NAME`) in the store `URL` (PostgreSQL for many machines; a SQLite file works on one), as
+the DBOS workflow `atomtask.batch_item` under the workflow id `batch:<batch id>:<key>:<item id>`
+(`key`: a digest of the target's fingerprint and the model, so an edited template, other model
+settings or another endpoint run every item again). The workflow id is the item's once-only key:
+enqueuing it again (a re-run, a second submitter) attaches to the same workflow, and its output,
+the item's result, is recorded once.
+`--retry-failed` enqueues a FAILED item again as `...~2`, `~3`. The queue's limiter is `--rpm`
+across every worker; `--concurrency` caps the items running at once across workers.
+
+`DbosBatchRun` is a `BatchRun` whose items run elsewhere: it enqueues them, then reads the finished
+ones back from the store, so `atomtask batch` writes and sums them up as for the local engine. It
+stops (Ctrl-C, the budget) by cancelling the items still waiting on the queue (`cancel_if_enqueued`:
+only those no worker has taken, so no paid answer is thrown away); the ones running finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import hashlib
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from atomtask.batch.engine import BatchRun
+from atomtask.batch.items import BatchItem
+from atomtask.batch.target import BatchHost, BatchTarget, resolve_target
+from atomtask.runs import engine
+from atomtask.runs.errors import DurableRunsUnavailableError
+from atomtask.system.batch_results import BatchItemError, BatchItemResult
+from atomtask.system.errors import UsageError
+from atomtask.system.logs import get_logger
+from atomtask.system.results import TaskStatus
+
+try:
+    from dbos import DBOS, SetWorkflowID
+except ImportError:  # the `durable` extra is not installed
+    raise DurableRunsUnavailableError() from None
+
+__all__ = [
+    "DEFAULT_QUEUE",
+    "DEFAULT_WORKER_CONCURRENCY",
+    "ITEM_FUNCTION",
+    "DbosBatchRun",
+    "cancel_if_enqueued",
+    "configure_queue",
+    "item_prefix",
+    "run_class_for",
+    "serve",
+    "warm",
+]
+
+log = get_logger(__name__)
+
+DEFAULT_QUEUE = "atomtask-batch"
+ITEM_FUNCTION = "atomtask.batch_item"
+DEFAULT_WORKER_CONCURRENCY = 8
+"""Items a worker runs at once until a worker's `--concurrency` says otherwise."""
+POLL = 0.2
+"""Seconds between two reads of the finished items (the submitter), and the queue's polling interval."""
+_ENDED = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+
+# A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, settings).
+_make_host: Callable[[str | None], BatchHost] | None = None
+_hosts: dict[str | None, BatchHost] = {}
+_targets: dict[tuple[str | None, str, str | None, str], BatchTarget] = {}
+_lock = threading.Lock()
+
+
+def serve(make_host: Callable[[str | None], BatchHost]) -> None:
+    """Make this process able to run items: `make_host(base_url)` builds the `TaskSystem` they run on."""
+    global _make_host
+    with _lock:
+        _make_host = make_host
+        _hosts.clear()
+        _targets.clear()
+
+
+def warm(base_url: str | None) -> None:
+    """Build the host of `base_url` now (loading the templates), so the first item does not wait for it."""
+    _host_and_target({"base_url": base_url, "name": "", "model": None}, target=False)
+
+
+def _host_and_target(spec: Mapping[str, Any], *, target: bool = True) -> tuple[BatchHost, BatchTarget | None]:
+    base_url, name, model = spec.get("base_url"), str(spec["name"]), spec.get("model")
+    with _lock:
+        if _make_host is None:
+            raise RuntimeError("this process runs no batch items (it is not an `atomtask worker`)")
+        host = _hosts.get(base_url)
+        if host is None:
+            host = _hosts[base_url] = _make_host(base_url)
+        if not target:
+            return host, None
+        settings = spec.get("model_settings")
+        key = (base_url, name, model, json.dumps(settings, sort_keys=True, default=str))
+        found = _targets.get(key)
+        if found is None:
+            found = _targets[key] = resolve_target(host, name, model, model_settings=settings)
+    return host, found
+
+
+@DBOS.workflow(name=ITEM_FUNCTION)
+async def _batch_item(spec: dict[str, Any]) -> dict[str, Any]:
+    """One item, in the worker that took it from the queue; its result (the workflow's output) is recorded once."""
+    item_id = str(spec["item_id"])
+    try:
+        host, target = _host_and_target(spec)
+        assert target is not None
+    except Exception as exc:  # the worker's templates do not have it: the item fails, the worker goes on
+        error = BatchItemError(reason="configuration_error", message=f"on worker {DBOS.executor_id}: {exc}")
+        return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error).model_dump(mode="json")
+    if target.fingerprint != spec["fingerprint"]:
+        message = (
+            f"worker {DBOS.executor_id} has another version of {target.name!r} than the submitter "
+            f"(fingerprint {target.fingerprint}, not {spec['fingerprint']}); run the workers with the same "
+            "`--templates`, then `--retry-failed`"
+        )
+        error = BatchItemError(reason="configuration_error", message=message)
+        return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error).model_dump(mode="json")
+    options = {"model": spec.get("model"), "model_settings": spec.get("model_settings")}
+    result = await target.run(host, item_id, spec["inputs"], options, id_field=str(spec.get("id_field") or "id"))
+    return result.model_dump(mode="json")
+
+
+def run_class_for(args: argparse.Namespace) -> Callable[..., DbosBatchRun]:
+    """`DbosBatchRun` with the store, queue and limits of `atomtask batch --engine dbos` arguments."""
+    if args.tpm:
+        raise UsageError("`--tpm` is not available with `--engine dbos` (the queue limits items: use `--rpm`).")
+    if args.rpm is not None and args.rpm < 1:
+        raise UsageError(
+            f"`--rpm` must be at least 1 with `--engine dbos` (the queue counts whole items), not {args.rpm}."
+        )
+    options = {"url": engine.store_url(args.db), "queue": args.queue or DEFAULT_QUEUE, "rpm": args.rpm}
+    options.update(base_url=args.base_url, global_concurrency=args.concurrency)
+    return functools.partial(DbosBatchRun, **options)
+
+
+def item_prefix(batch_id: str, target: BatchTarget) -> str:
+    """`batch:<batch id>:<key>:`, the start of the workflow id of each of the batch's items."""
+    key = hashlib.sha256(f"{target.fingerprint}\x00{target.model}".encode()).hexdigest()[:8]
+    return f"batch:{batch_id}:{key}:"
+
+
+def _item_of(workflow_id: str, prefix: str) -> tuple[str, int]:
+    """The item id and the attempt (1, 2 for `~2`, ...) of one of the batch's workflow ids."""
+    rest = workflow_id.removeprefix(prefix)
+    item_id, sep, tries = rest.rpartition("~")
+    if sep and tries.isdigit():
+        return item_id, int(tries)
+    return rest, 1
+
+
+def cancel_if_enqueued(workflow_ids: list[str]) -> list[str]:
+    """Cancel those of `workflow_ids` still ENQUEUED, in one statement; the ids cancelled.
+
+    DBOS's own `cancel_workflows` also cancels a workflow a worker has just taken (PENDING), whose
+    model request may already be paid; its answer would be lost. Here the status is checked in the
+    same UPDATE that changes it, and a worker's dequeue flips ENQUEUED to PENDING under the same
+    condition, so exactly one of the two wins: an item is either never run, or runs to its result.
+    """
+    import sqlalchemy as sa
+    from dbos._dbos import _get_dbos_instance
+
+    if not workflow_ids:
+        return []
+    system = _get_dbos_instance()._sys_db
+    table = system.tables.workflow_status
+    now = system._now_ms_sql()
+    cancelled: list[str] = []
+    for start in range(0, len(workflow_ids), 500):  # bounded IN lists
+        chunk = workflow_ids[start : start + 500]
+        with system.engine.begin() as c:
+            rows = c.execute(
+                sa.update(table)
+                .where(table.c.workflow_uuid.in_(chunk), table.c.status == "ENQUEUED")
+                .values(
+                    status="CANCELLED",
+                    owner_xid=None,
+                    queue_name=None,
+                    deduplication_id=None,
+                    started_at_epoch_ms=None,
+                    updated_at=now,
+                    completed_at=now,
+                )
+                .returning(table.c.workflow_uuid)
+            ).fetchall()
+        cancelled.extend(row[0] for row in rows)
+    return cancelled
+
+
+def _result_of(status: Any, item_id: str) -> BatchItemResult:
+    """The item's result from its ended DBOS workflow (an ERROR or CANCELLED one is a FAILED item)."""
+    if status.status == "SUCCESS" and isinstance(status.output, dict):
+        return BatchItemResult.model_validate(status.output)
+    reason = "cancelled" if status.status == "CANCELLED" else "unexpected_error"
+    message = str(status.error) if status.error is not None else f"the item's DBOS workflow ended {status.status}"
+    return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=BatchItemError(reason=reason, message=message))
+
+
+async def configure_queue(
+    name: str, *, concurrency: int | None = None, worker_concurrency: int | None = None, rpm: float | None = None
+) -> Any:
+    """Register queue `name`, or change the limits given (a worker: its concurrency; a submitter: the rest)."""
+    queue = await DBOS.retrieve_queue_async(name)
+    limiter: Any = {"limit": max(1, round(rpm)), "period": 60.0} if rpm else None  # a dbos QueueRateLimit
+    if queue is None:  # never without a per-worker limit: a worker would take every item at once
+        first = worker_concurrency or min(DEFAULT_WORKER_CONCURRENCY, concurrency or DEFAULT_WORKER_CONCURRENCY)
+        return await DBOS.register_queue_async(
+            name,
+            worker_concurrency=first,
+            global_concurrency=concurrency,
+            limiter=limiter,
+            polling_interval_sec=POLL,
+            on_conflict="never_update",
+        )
+    if worker_concurrency is not None:
+        top = await queue.get_global_concurrency_async()
+        await queue.set_worker_concurrency_async(min(worker_concurrency, top) if top else worker_concurrency)
+        return queue
+    ours = await queue.get_worker_concurrency_async()
+    if concurrency is not None and ours is not None and ours > concurrency:
+        await queue.set_worker_concurrency_async(concurrency)
+    await queue.set_global_concurrency_async(concurrency)
+    await queue.set_limiter_async(limiter)
+    return queue
+
+
+class DbosBatchRun(BatchRun):
+    """A `BatchRun` whose items are put on a DBOS queue and run by `atomtask worker`s; it waits for their results."""
+
+    def __init__(
+        self,
+        host: BatchHost,
+        target: BatchTarget,
+        items: Sequence[BatchItem],
+        *,
+        url: str,
+        queue: str = DEFAULT_QUEUE,
+        rpm: float | None = None,
+        base_url: str | None = None,
+        global_concurrency: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(host, target, items, **kwargs)
+        self.url, self.queue_name, self.rpm, self.base_url = url, queue, rpm, base_url
+        self.global_concurrency = global_concurrency
+        self.cancelled = 0
+        self._cancelled_ids: set[str] = set()  # the workflows this run cancelled before any worker took them
+
+    def _spec(self, item: BatchItem) -> dict[str, Any]:
+        model = self.options.get("model")
+        return {
+            "batch_id": self.batch_id,
+            "item_id": item.id,
+            "name": self.target.name,
+            "fingerprint": self.target.fingerprint,
+            "model": model if isinstance(model, str) else None,
+            "model_settings": self.options.get("model_settings"),
+            "base_url": self.base_url,
+            "inputs": dict(item.inputs),
+            "id_field": self.id_field,
+        }
+
+    async def _results(self) -> AsyncIterator[BatchItemResult]:
+        assert self.batch_id is not None, "a DBOS batch has a batch id"
+        self.started = time.monotonic()
+        await asyncio.to_thread(engine.launch, self.url)
+        queue = await configure_queue(self.queue_name, concurrency=self.global_concurrency, rpm=self.rpm)
+        prefix = item_prefix(self.batch_id, self.target)
+        by_id = {item.id: item for item in self.items}
+        latest = await self._latest(prefix)
+        waiting: dict[str, str] = {}  # workflow id -> item id, for the items this run waits for
+        to_enqueue: list[tuple[str, BatchItem]] = []
+        for item in self.items:
+            found = latest.get(item.id)
+            if found is None:
+                to_enqueue.append((f"{prefix}{item.id}", item))
+                continue
+            workflow_id, tries, status = found
+            if status.status not in _ENDED:  # still on the queue or running (an earlier submitter's)
+                waiting[workflow_id] = item.id
+                continue
+            result = _result_of(status, item.id)
+            if not result.ok and (self.retry_failed or status.status == "CANCELLED"):
+                to_enqueue.append((f"{prefix}{item.id}~{tries + 1}", item))
+                continue
+            result = result.model_copy(update={"index": item.index, "resumed": True})
+            self.resumed += 1
+            self._count(result)
+            yield result
+        await self._enqueue(queue, to_enqueue)
+        waiting.update((workflow_id, item.id) for workflow_id, item in to_enqueue)
+        log.info("batch_enqueued", batch=self.batch_id, queue=self.queue_name, items=len(to_enqueue))
+        try:
+            async for result in self._finished(waiting, by_id):
+                yield result
+        finally:
+            self.finished_at = time.monotonic()
+
+    async def _latest(self, prefix: str) -> dict[str, tuple[str, int, Any]]:
+        """Each item's latest workflow in the store (`~N` retries included): its id, its attempt, its status."""
+        latest: dict[str, tuple[str, int, Any]] = {}
+        for status in await DBOS.list_workflows_async(workflow_id_prefix=prefix, load_input=False):
+            item_id, tries = _item_of(status.workflow_id, prefix)
+            if item_id not in latest or latest[item_id][1] < tries:
+                latest[item_id] = (status.workflow_id, tries, status)
+        return latest
+
+    async def _enqueue(self, queue: Any, pending: list[tuple[str, BatchItem]]) -> None:
+        """Put the items on the queue, a few at once (each is one insert; an id already there is attached to)."""
+        slots = asyncio.Semaphore(1 if self.url.startswith("sqlite") else 16)  # SQLite writes one at a time anyway
+
+        async def one(workflow_id: str, item: BatchItem) -> None:
+            async with slots:
+                if self.stopped is not None:
+                    return
+                with SetWorkflowID(workflow_id):
+                    await queue.enqueue_async(_batch_item, self._spec(item))
+
+        await asyncio.gather(*(one(workflow_id, item) for workflow_id, item in pending))
+
+    async def _finished(
+        self, waiting: dict[str, str], by_id: Mapping[str, BatchItem]
+    ) -> AsyncIterator[BatchItemResult]:
+        """Each item as its workflow ends (read every `POLL` seconds); once stopped, the queued ones are cancelled."""
+        cancelling = False
+        while waiting:
+            if self.stopped is not None and not cancelling:
+                cancelling = True
+                await self._cancel_queued(list(waiting))
+            ended = await DBOS.list_workflows_async(
+                workflow_ids=list(waiting), status=_ENDED, load_input=False, load_output=False
+            )
+            if ended:
+                full = await DBOS.list_workflows_async(workflow_ids=[s.workflow_id for s in ended], load_input=False)
+                for status in full:
+                    item_id = waiting.pop(status.workflow_id)
+                    if status.status == "CANCELLED" and status.workflow_id in self._cancelled_ids:
+                        self.cancelled += 1
+                        continue  # not run: the next run of the batch enqueues it again
+                    result = _result_of(status, item_id)
+                    result = result.model_copy(update={"index": by_id[item_id].index})
+                    self._count(result)
+                    self.budget.add(result.usage)
+                    reached = self.budget.exceeded()
+                    if reached is not None:
+                        self.stop(f"budget: {reached}")
+                    yield result
+                continue
+            await asyncio.sleep(POLL)
+
+    async def _cancel_queued(self, workflow_ids: list[str]) -> None:
+        """Cancel the items still waiting on the queue; the ones running finish and are counted."""
+        cancelled = await asyncio.to_thread(cancel_if_enqueued, workflow_ids)
+        self._cancelled_ids.update(cancelled)
+        log.info("batch_cancelled_queued", batch=self.batch_id, items=len(cancelled))

@@ -1,0 +1,388 @@
+"""`CheckRun`: one check's registries and findings, each finding kept under the file it was found for.
+
+Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
+`ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
+disagree; unlike registration, one mistake does not stop the check: each template and schema is
+checked on its own and every finding is kept. Each finding is also filed under the declaration file
+whose declaration produced it (`by_file`), which is what `atomtask.lint.cache` stores per file;
+workflow findings, made across files, are filed under none and found again on every check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from atomtask.lint import compat, rules
+from atomtask.lint.cache import FileFacts, facts_of
+from atomtask.lint.findings import RULES, Finding
+from atomtask.lint.problems import closure, template_problems
+from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
+from atomtask.lint.workflow_findings import workflow_problems
+from atomtask.loading.checks import CompiledTemplate
+from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading.readers import read_file
+from atomtask.loading.template_registry import TemplateRegistry
+from atomtask.schemas.builtins import register_builtin_schemas
+from atomtask.schemas.declarations import JsonSchemaDef, SchemaDef
+from atomtask.schemas.field_checks import schema_problems
+from atomtask.schemas.fields import build_models
+from atomtask.schemas.model_registry import ModelRegistry
+from atomtask.schemas.nested_fields import flatten
+from atomtask.schemas.sources import json_schema_warnings, output_schema_warnings
+from atomtask.system.errors import (
+    ConfigurationError,
+    DuplicateNameError,
+    SchemaError,
+    SourceLocation,
+    UsageError,
+)
+from atomtask.system.templates import RepairMode, Template
+from atomtask.system.workflow_errors import WorkflowError
+from atomtask.system.workflows import Workflow
+from pydantic import BaseModel
+
+__all__ = ["CheckRun"]
+
+
+def _code(exc: UsageError) -> str:
+    if isinstance(exc, DuplicateNameError):
+        return "E105"
+    if isinstance(exc, ConfigurationError):
+        return "E104"
+    if isinstance(exc, SchemaError):
+        return "E103"
+    return "E102"
+
+
+class CheckRun:
+    """The registries one check fills, and its findings: all of them, and by the file they were found for."""
+
+    def __init__(self, default_models: tuple[str, ...]) -> None:
+        self.default_models = default_models
+        self.models = ModelRegistry()
+        register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
+        self.templates = TemplateRegistry(self.models)
+        self.findings: dict[tuple[str, str, str], Finding] = {}
+        self.schema_defs: dict[str, SchemaDef] = {}
+        self.json_defs: dict[str, JsonSchemaDef] = {}  # by name and by the schema's own `title`
+        self.broken_schemas: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
+        self.templates_seen = 0
+        self.lenient: list[str] = []  # templates that run `repair: lenient`
+        self.schemas_seen = 0
+        self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
+        self.workflows: list[Workflow] = []  # from the files and the `--python` modules' systems
+        self.broken_templates: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
+        self.facts: dict[str, FileFacts] = {}  # by file, for the files read
+        self.declared: dict[str, Declarations] = {}
+        self.by_file: dict[str, dict[tuple[str, str, str], Finding]] = {}
+        self._file: str | None = None  # the file whose declaration is being checked
+
+    # -- findings -------------------------------------------------------------------------------------------
+
+    def add(self, exc: UsageError, code: str | None = None) -> None:
+        self.note(code or _code(exc), exc.message, exc.location)
+
+    def note(self, code: str, message: str, location: SourceLocation | None) -> None:
+        key = (code, str(location), message)
+        finding = self.findings.get(key)
+        if finding is None:
+            finding = Finding(code=code, severity=RULES[code].severity, message=message, location=location)
+            self.findings[key] = finding
+        if self._file is not None:
+            self.by_file.setdefault(self._file, {})[key] = finding
+
+    def _for(self, location: SourceLocation | None) -> None:
+        """File the next findings under the file of `location` (none when it has no file)."""
+        self._file = location.file if location is not None else None
+
+    # -- one check over files ---------------------------------------------------------------------------------
+
+    def read_files(self, files: Iterable[Path]) -> None:
+        """Read `files`, keeping what each declares; reading mistakes are findings of the file."""
+        for file in files:
+            self._file = str(file)
+            self.by_file.setdefault(self._file, {})
+            read = self.read(file)
+            self.declared[self._file] = read
+            self.facts[self._file] = facts_of(read)
+            for skipped in read.skipped:
+                self.note("W101", skipped.message, skipped.location)
+        self._file = None
+
+    def check_read(self, order: Sequence[str], wanted: Callable[[str], bool]) -> None:
+        """Check everything read, in the files' `order` (with whatever is registered already), then lint."""
+        declarations = Declarations()
+        for file in order:
+            if file in self.declared:
+                declarations.extend(self.declared[file])
+        self.broken_schemas.update(declarations.invalid_schemas)
+        self.register_schema_sources(declarations)
+        for code, message, location in json_schema_warnings(declarations.json_schemas, self.models):  # W102, W103
+            self._for(location)
+            self.note(code, message, location)
+        self._file = None
+        self.register_schemas(declarations.schemas)
+        for template in declarations.templates:
+            self.register_template(template)
+        self._file = None
+        self.workflows.extend(declarations.workflows)
+        for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
+            self.note(problem.code, problem.message, problem.location)  # across files: filed under none
+        self.lint(wanted)
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    def read(self, file: Path) -> Declarations:
+        errors: list[UsageError] = []
+        try:
+            declarations = read_file(file, errors)
+        except UsageError as exc:
+            errors.append(exc.with_location(SourceLocation(file=str(file))))
+            declarations = Declarations()
+        except (OSError, UnicodeDecodeError) as exc:
+            self.note("E101", f"Cannot read the file: {exc}.", SourceLocation(file=str(file)))
+            declarations = Declarations()
+        for error in errors:  # a workflow's shape mistake keeps its own code (E110)
+            self.add(error, error.code if isinstance(error, WorkflowError) else "E101")
+        return declarations
+
+    def import_module(self, name: str) -> None:
+        try:
+            module = import_python(name)
+        except UsageError as exc:
+            self.add(exc.with_location(raising_line(exc) or SourceLocation(file=name)))
+            return
+        except Exception as exc:
+            self.note(
+                "E106",
+                f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
+                "(`--python package.module` or `--python path/to/file.py`).",
+                raising_line(exc) or SourceLocation(file=name),
+            )
+            return
+        from atomtask.task_system import TaskSystem
+
+        file = getattr(module, "__file__", None) or name
+        found = 0
+        for value in list(vars(module).values()):
+            if isinstance(value, TaskSystem):
+                found += 1
+                for schema in value.models.names():
+                    if schema in self.models and self.models.get(schema) is value.models.get(schema):
+                        continue  # a built-in every system has
+                    self.schemas_seen += 1
+                    try:
+                        self.models.register(
+                            value.models.get(schema), schema, location=value.models.location_of(schema)
+                        )
+                    except UsageError as exc:
+                        self.add(exc)
+                for template_name in value.templates.names():
+                    self.python_files.setdefault(template_name, file)
+                    self.register_template(value.templates.get(template_name))
+                self.workflows.extend(value.workflows.get(flow) for flow in value.workflows.names())
+            elif isinstance(value, Template):
+                found += 1
+                self.python_files.setdefault(value.name, file)
+                self.register_template(value)
+        if not found:
+            self.note(
+                "E106",
+                f"Module {name!r} defines no module-level `TaskSystem` or `Template`; expose the system the "
+                "application uses (e.g. `system = TaskSystem(...)`) so check can see its templates.",
+                SourceLocation(file=file),
+            )
+
+    # -- registration, through the library's own code --------------------------------------------------------
+
+    def register_schema_sources(self, declarations: Declarations) -> None:
+        """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
+        from atomtask.schemas.sources import register_schema_sources
+
+        self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
+        for definition in declarations.json_schemas:
+            title = definition.json_schema.get("title") if isinstance(definition.json_schema, dict) else None
+            for key in (title, definition.name):
+                if isinstance(key, str):
+                    self.json_defs[key] = definition
+        try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)
+            register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
+            return
+        except UsageError:
+            pass
+        for json_schema in declarations.json_schemas:
+            if json_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([json_schema], [], self.models)
+            except UsageError as exc:
+                self.broken_schemas[json_schema.name] = json_schema.location
+                self._for(json_schema.location)
+                self.add(exc)
+        for python_schema in declarations.python_schemas:
+            if python_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([], [python_schema], self.models)
+            except UsageError as exc:
+                self.broken_schemas[python_schema.name] = python_schema.location
+                self._for(python_schema.location)
+                self.add(exc)
+        self._file = None
+
+    def register_schemas(self, schemas: list[SchemaDef]) -> None:
+        self.schemas_seen += len(schemas)
+        unique: dict[str, SchemaDef] = {}
+        for schema in schemas:
+            first = unique.get(schema.name)
+            if first is None:
+                unique[schema.name] = schema
+            elif first != schema:
+                self.broken_schemas[schema.name] = schema.location
+                self._for(schema.location)
+                try:
+                    reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
+                except UsageError as exc:
+                    self.add(exc)
+        known = {name: self.models.get(name) for name in self.models.names()}
+        self.schema_defs.update({spec.name: spec for spec in flatten(unique.values(), known)})
+        batch = list(unique.values())
+        try:
+            built = build_models(batch, known=known)  # the fast path: one call, as `TaskSystem.load` makes
+        except UsageError:
+            built = {}
+            for schema in batch:  # find every mistake: each schema with just what it references
+                try:
+                    built[schema.name] = build_models(closure(schema, unique), known=known)[schema.name]
+                except UsageError as exc:
+                    self.broken_schemas[schema.name] = schema.location
+                    self._for(schema.location)
+                    self.add(exc)
+                    for problem in schema_problems(schema, {*known, *unique}):
+                        self.add(problem)
+        for name, cls in built.items():
+            try:
+                self.models.register(cls, name, location=unique[name].location)
+            except UsageError as exc:
+                self._for(unique[name].location)
+                self.add(exc)
+        self._file = None
+
+    def register_template(self, template: Template) -> None:
+        self.templates_seen += 1
+        self._for(template.location)
+        if template.repair is RepairMode.LENIENT:
+            self.lenient.append(template.name)
+        try:
+            self.templates.register(template)
+        except UsageError as exc:
+            self.broken_templates.setdefault(template.name, template.location)
+            for problem in [exc, *template_problems(template, self.models)]:
+                self.add_template_problem(template, problem)
+
+    def add_template_problem(self, template: Template, problem: UsageError) -> None:
+        """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
+        broken = [n for n in self.broken_schemas if f"schema {n!r}" in problem.message]
+        if isinstance(problem, SchemaError) and broken:
+            name = broken[0]
+            declared = self.broken_schemas[name]
+            at = f" at {declared}" if declared is not None else ""
+            message = (
+                f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it is "
+                "not registered (its errors are reported there). Fix that declaration."
+            )
+            problem = SchemaError(message, location=problem.location)
+        self.add(problem.with_location(self._locate(template)))
+
+    # -- warnings ---------------------------------------------------------------------------------------------
+
+    def lint(self, wanted: Callable[[str], bool]) -> None:
+        """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them.
+
+        A schema's findings are noted for every template that uses it (each file's findings stand on
+        their own), but worked out once per class, and once per class, model and mode.
+        """
+        schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
+        schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        described: dict[type[BaseModel], list[rules.SchemaIssue]] = {}
+        issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
+        for name in self.templates.names():
+            compiled = self.templates.compiled(name)
+            self._for(compiled.template.location)
+            self._template_warnings(compiled)
+            cls = compiled.output_cls
+            if cls is None or not schema_rules:
+                continue
+            if cls not in schemas:
+                schemas[cls] = cls.model_json_schema()
+                described[cls] = list(rules.schema_issues(rules.described_schema(cls, schemas[cls])))
+            for code, message, owner, field in described[cls]:
+                self.note(code, message, self._field_location(owner, field, compiled))
+            for model in self._models_of(compiled.template):
+                key = (cls, model, compiled.output_mode.value)
+                if key not in issues:  # templates sharing a schema, model and mode share the analysis
+                    issues[key] = compat.analyse(schemas[cls], model, compiled.output_mode.value)
+                for issue in issues[key]:
+                    if issue.code == "P301":  # about the template's choice of mode, not its schema
+                        template = compiled.template
+                        where = template.location_of("output_format.mode") or self._locate(template)
+                    else:
+                        where = self._field_location(issue.owner, issue.field, compiled)
+                    self.note(issue.code, issue.message, where)
+        self._file = None
+
+    def _template_warnings(self, compiled: CompiledTemplate) -> None:
+        template = compiled.template
+        for code, message, field in rules.template_issues(compiled):
+            self.note(code, message, template.location_of(field) or self._locate(template))
+        for code, message, where in output_schema_warnings(template, compiled.output_cls):  # W102, W103
+            self.note(code, message, where or self._locate(template))
+
+    def _models_of(self, template: Template) -> list[str]:
+        declared = [template.model] if template.model else list(self.default_models)
+        fallbacks = getattr(template, "fallbacks", None) or []
+        return [m for m in [*declared, *fallbacks] if isinstance(m, str)]
+
+    # -- locations ----------------------------------------------------------------------------------------------
+
+    def _json_location(self, owner: str | None, field: str | None) -> SourceLocation | None:
+        """Where a field of a JSON Schema (or of one of its `$defs`) is written, when `owner` is one."""
+        if not owner:
+            return None
+        member = f"/properties/{field}" if field else ""
+        definition = self.json_defs.get(owner)
+        if definition is not None:
+            return definition.location_at(member)
+        for definition in self.json_defs.values():
+            schema = definition.json_schema
+            for defs in ("$defs", "definitions"):
+                if isinstance(schema, dict) and owner in (schema.get(defs) or {}):
+                    return definition.location_at(f"/{defs}/{owner}{member}")
+        return None
+
+    def _locate(self, template: Template) -> SourceLocation | None:
+        if template.location is not None:
+            return template.location
+        file = self.python_files.get(template.name)
+        return find_in_file(file, template.name) if file else None
+
+    def _field_location(
+        self, owner: str | None, field: str | None, compiled: CompiledTemplate
+    ) -> SourceLocation | None:
+        where = self._json_location(owner, field)
+        if where is not None:
+            return where
+        schema = self.schema_defs.get(owner) if owner else None
+        if schema is not None:
+            for field_def in schema.fields:
+                if field_def.name == field and field_def.location is not None:
+                    return field_def.location
+            return schema.location
+        if owner and owner in self.models:
+            where = self.models.location_of(owner) or class_location(self.models.get(owner), field)
+            if where is not None:
+                return where
+        template = compiled.template
+        return template.location_of("output_format.schema") or self._locate(template)
