@@ -198,8 +198,9 @@ def resolve_target(
     if name in host.templates:
         compiled = host.templates.compiled(name)
         template = compiled.template
-        schema = compiled.output_cls.model_json_schema() if compiled.output_cls is not None else "text"
-        material: Any = [template.model_dump(mode="json"), schema, sending]
+        from atomtask.executors.caching import schema_fingerprint  # memoised per class, shared with the cache
+
+        material: Any = [template.model_dump(mode="json"), schema_fingerprint(compiled.output_cls), sending]
         label = handler.choose_model(call=model, template=template.model).label
         return BatchTarget(
             name=name,
