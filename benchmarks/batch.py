@@ -30,7 +30,7 @@ SERVER = """
 import sys, time
 from atomtask.testing import FakeProviderServer, Reply
 delay = float(sys.argv[1])
-server = FakeProviderServer().start()
+server = FakeProviderServer(keep_alive=True).start()
 server.respond_with(lambda request: Reply.delay(delay, Reply.tool_call(args={"label": "x", "item": "y"})))
 print(server.openai_base_url, flush=True)
 sys.stdin.read()

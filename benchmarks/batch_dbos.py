@@ -5,6 +5,10 @@ A fake provider (in its own process) answers every request after `--delay` secon
 processes of `--concurrency N` each run the items; the local engine (`atomtask batch` without
 `--engine`, same `--concurrency N`) runs the same items as the baseline. The figure is the batch's own
 items/s (from its summary: from the first item queued to the last result read, no process start-up).
+Also printed: each process's CPU per item (workers from `/proc`, the submitter's from `getrusage`,
+start-up included; Linux only), which shows where a shared machine's cores go: with 2 workers on 2
+cores, the submitter and the fake server share the cores the workers need. The fake server keeps
+connections alive, as a real provider does.
 
     python benchmarks/batch_dbos.py --db postgresql://postgres@127.0.0.1:5432/postgres [--items 2000]
     [--concurrency 50] [--delay 0.05]   (without --db: a SQLite file, one machine only)
@@ -16,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -52,6 +57,20 @@ def _workers(count: int, db: str, templates: Path, concurrency: int, env: dict[s
                 raise SystemExit(f"a worker ended: {log.read_text()}")
             time.sleep(0.05)
     return [process for process, _ in started]
+
+
+def _cpu(pid: int) -> float:
+    """Seconds of CPU process `pid` has used (user + system), from `/proc` (0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _batch(extra: list[str], items: Path, templates: Path, env: dict[str, str], folder: Path) -> tuple[float, float]:
@@ -92,13 +111,23 @@ def main() -> None:
             report["store"] = "postgresql" if db.startswith("postgres") else "sqlite"
             env = dict(os.environ, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-bench", PYDANTIC_AI_NO_BANNER="1")
             env["ATOMTASK_HOME"] = str(folder / "home")
+            per_item = 1000 / args.items  # seconds of CPU -> ms per item
+            before = _children_cpu()
             local, local_wall = _batch(["--concurrency", str(args.concurrency)], items, templates, env, folder)
             report["local_items_per_s"] = local
             report["local_wall_s"] = round(local_wall, 2)
+            report["local_cpu_ms_per_item"] = round((_children_cpu() - before) * per_item, 2)
             for count in (1, 2):
                 workers = _workers(count, db, templates, args.concurrency, env, folder)
                 try:
+                    started = [_cpu(w.pid) for w in workers], _children_cpu(), _cpu(server.pid)
                     rate, wall = _batch(["--engine", "dbos", "--db", db], items, templates, env, folder)
+                    spent = [_cpu(w.pid) - s for w, s in zip(workers, started[0], strict=True)]
+                    report[f"dbos_{count}_cpu_ms_per_item"] = {
+                        "workers": [round(cpu * per_item, 2) for cpu in spent],
+                        "submitter": round((_children_cpu() - started[1]) * per_item, 2),
+                        "fake_server": round((_cpu(server.pid) - started[2]) * per_item, 2),
+                    }
                 finally:
                     for process in workers:
                         process.terminate()

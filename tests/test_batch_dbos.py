@@ -114,51 +114,6 @@ def test_a_budget_stop_cancels_the_queued_items_and_a_rerun_runs_them(
     assert all(asked == 1 for asked in server.asked.values())  # a cancelled item was never asked before its re-run
 
 
-_CANCEL_SCRIPT = """
-import asyncio, json, sqlite3, sys
-from atomtask.batch import dbos_queue
-from atomtask.runs import engine
-from dbos import DBOS, SetWorkflowID
-
-path = sys.argv[1]
-engine.launch(engine.store_url(path))  # a submitter: it takes nothing from the batch queue
-
-
-async def enqueue():
-    queue = await dbos_queue.configure_queue("cancel-test")
-    for workflow_id in ("taken", "waiting"):
-        with SetWorkflowID(workflow_id):
-            await queue.enqueue_async(dbos_queue._batch_item, {"item_id": workflow_id})
-
-
-asyncio.run(enqueue())
-with sqlite3.connect(path) as db:  # a worker's dequeue: ENQUEUED -> PENDING, its model request under way
-    db.execute("UPDATE workflow_status SET status = 'PENDING' WHERE workflow_uuid = 'taken'")
-cancelled = dbos_queue.cancel_if_enqueued(["taken", "waiting"])
-statuses = {s.workflow_id: s.status for s in DBOS.list_workflows(workflow_ids=["taken", "waiting"])}
-print(json.dumps({"cancelled": cancelled, "statuses": statuses}))
-DBOS.destroy(workflow_completion_timeout_sec=0)
-"""
-
-
-def test_a_stop_cancels_only_the_items_no_worker_has_taken(tmp_path: Path) -> None:
-    """`cancel_if_enqueued` cancels an ENQUEUED item and leaves one a worker took (PENDING) to finish and be kept."""
-    import json
-
-    done = subprocess.run(
-        [sys.executable, "-c", _CANCEL_SCRIPT, str(tmp_path / "queue.sqlite")],
-        env=dict(os.environ, ATOMTASK_HOME=str(tmp_path / "home")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert 0 == done.returncode, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert ["waiting"] == found["cancelled"]
-    assert {"taken": "PENDING", "waiting": "CANCELLED"} == found["statuses"]
-
-
 def test_the_dbos_engine_refuses_tpm(tmp_path: Path) -> None:
     """`--tpm` with `--engine dbos` is a usage error (exit 2) before anything is queued."""
     templates = write_templates(tmp_path / "templates")

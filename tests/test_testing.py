@@ -381,6 +381,29 @@ def test_unknown_path_answers_404_and_keeps_the_script(server: FakeProviderServe
     assert 1 == server.pending
 
 
+def test_keep_alive_answers_several_requests_on_one_connection() -> None:
+    """With `keep_alive=True` two requests share one connection; by default each answer closes its connection."""
+    import http.client
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    for keep_alive, expected in ((True, [(None, True), (None, True)]), (False, [("close", False), ("close", False)])):
+        with FakeProviderServer(keep_alive=keep_alive) as fake:
+            fake.script(Reply.text("one"), Reply.text("two"))
+            connection = http.client.HTTPConnection("127.0.0.1", int(fake.base_url.rsplit(":", 1)[1]), timeout=5)
+            seen = []
+            for _ in range(2):
+                if not keep_alive:
+                    connection.close()  # the server closed it: a new one for the next request
+                connection.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+                response = connection.getresponse()
+                assert 200 == response.status
+                response.read()
+                seen.append((response.getheader("Connection"), connection.sock is not None))  # still open?
+            connection.close()
+            assert expected == seen
+            assert 0 == fake.pending
+
+
 @pytest.mark.parametrize(
     ("path", "stream", "empty_marker"),
     [

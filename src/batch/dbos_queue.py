@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import functools
 import hashlib
 import json
@@ -28,6 +29,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+from atomtask.batch import dbos_store
+from atomtask.batch.dbos_store import ENDED, ITEM_FUNCTION
 from atomtask.batch.engine import BatchRun
 from atomtask.batch.items import BatchItem
 from atomtask.batch.target import BatchHost, BatchTarget, resolve_target
@@ -39,7 +42,7 @@ from atomtask.system.logs import get_logger
 from atomtask.system.results import TaskStatus
 
 try:
-    from dbos import DBOS, SetWorkflowID
+    from dbos import DBOS
 except ImportError:  # the `durable` extra is not installed
     raise DurableRunsUnavailableError() from None
 
@@ -48,7 +51,6 @@ __all__ = [
     "DEFAULT_WORKER_CONCURRENCY",
     "ITEM_FUNCTION",
     "DbosBatchRun",
-    "cancel_if_enqueued",
     "configure_queue",
     "item_prefix",
     "run_class_for",
@@ -59,12 +61,16 @@ __all__ = [
 log = get_logger(__name__)
 
 DEFAULT_QUEUE = "atomtask-batch"
-ITEM_FUNCTION = "atomtask.batch_item"
 DEFAULT_WORKER_CONCURRENCY = 8
 """Items a worker runs at once until a worker's `--concurrency` says otherwise."""
 POLL = 0.2
 """Seconds between two reads of the finished items (the submitter), and the queue's polling interval."""
-_ENDED = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+MAX_POLL = 1.0
+"""The longest pause between two reads of the finished items, while none ends."""
+SWEEP = 10.0
+"""Seconds between two look-ups of every waiting item by id (between them, only recent completions are read)."""
+MARGIN_MS = 2000
+"""How far before the latest completion seen the next read starts (a completion committed late is still read)."""
 
 # A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, settings).
 _make_host: Callable[[str | None], BatchHost] | None = None
@@ -156,44 +162,6 @@ def _item_of(workflow_id: str, prefix: str) -> tuple[str, int]:
     return rest, 1
 
 
-def cancel_if_enqueued(workflow_ids: list[str]) -> list[str]:
-    """Cancel those of `workflow_ids` still ENQUEUED, in one statement; the ids cancelled.
-
-    DBOS's own `cancel_workflows` also cancels a workflow a worker has just taken (PENDING), whose
-    model request may already be paid; its answer would be lost. Here the status is checked in the
-    same UPDATE that changes it, and a worker's dequeue flips ENQUEUED to PENDING under the same
-    condition, so exactly one of the two wins: an item is either never run, or runs to its result.
-    """
-    import sqlalchemy as sa
-    from dbos._dbos import _get_dbos_instance
-
-    if not workflow_ids:
-        return []
-    system = _get_dbos_instance()._sys_db
-    table = system.tables.workflow_status
-    now = system._now_ms_sql()
-    cancelled: list[str] = []
-    for start in range(0, len(workflow_ids), 500):  # bounded IN lists
-        chunk = workflow_ids[start : start + 500]
-        with system.engine.begin() as c:
-            rows = c.execute(
-                sa.update(table)
-                .where(table.c.workflow_uuid.in_(chunk), table.c.status == "ENQUEUED")
-                .values(
-                    status="CANCELLED",
-                    owner_xid=None,
-                    queue_name=None,
-                    deduplication_id=None,
-                    started_at_epoch_ms=None,
-                    updated_at=now,
-                    completed_at=now,
-                )
-                .returning(table.c.workflow_uuid)
-            ).fetchall()
-        cancelled.extend(row[0] for row in rows)
-    return cancelled
-
-
 def _result_of(status: Any, item_id: str) -> BatchItemResult:
     """The item's result from its ended DBOS workflow (an ERROR or CANCELLED one is a FAILED item)."""
     if status.status == "SUCCESS" and isinstance(status.output, dict):
@@ -270,8 +238,8 @@ class DbosBatchRun(BatchRun):
     async def _results(self) -> AsyncIterator[BatchItemResult]:
         assert self.batch_id is not None, "a DBOS batch has a batch id"
         self.started = time.monotonic()
-        await asyncio.to_thread(engine.launch, self.url)
-        queue = await configure_queue(self.queue_name, concurrency=self.global_concurrency, rpm=self.rpm)
+        await asyncio.to_thread(functools.partial(engine.launch, self.url, notification_poll=1.0))
+        await configure_queue(self.queue_name, concurrency=self.global_concurrency, rpm=self.rpm)
         prefix = item_prefix(self.batch_id, self.target)
         by_id = {item.id: item for item in self.items}
         latest = await self._latest(prefix)
@@ -283,7 +251,7 @@ class DbosBatchRun(BatchRun):
                 to_enqueue.append((f"{prefix}{item.id}", item))
                 continue
             workflow_id, tries, status = found
-            if status.status not in _ENDED:  # still on the queue or running (an earlier submitter's)
+            if status.status not in ENDED:  # still on the queue or running (an earlier submitter's)
                 waiting[workflow_id] = item.id
                 continue
             result = _result_of(status, item.id)
@@ -294,11 +262,11 @@ class DbosBatchRun(BatchRun):
             self.resumed += 1
             self._count(result)
             yield result
-        await self._enqueue(queue, to_enqueue)
-        waiting.update((workflow_id, item.id) for workflow_id, item in to_enqueue)
-        log.info("batch_enqueued", batch=self.batch_id, queue=self.queue_name, items=len(to_enqueue))
+        put = await self._enqueue(to_enqueue)  # fewer when stopped meanwhile: the rest are never run here
+        waiting.update((workflow_id, item.id) for workflow_id, item in to_enqueue[:put])
+        log.info("batch_enqueued", batch=self.batch_id, queue=self.queue_name, items=put)
         try:
-            async for result in self._finished(waiting, by_id):
+            async for result in self._finished(waiting, by_id, prefix):
                 yield result
         finally:
             self.finished_at = time.monotonic()
@@ -312,51 +280,69 @@ class DbosBatchRun(BatchRun):
                 latest[item_id] = (status.workflow_id, tries, status)
         return latest
 
-    async def _enqueue(self, queue: Any, pending: list[tuple[str, BatchItem]]) -> None:
-        """Put the items on the queue, a few at once (each is one insert; an id already there is attached to)."""
-        slots = asyncio.Semaphore(1 if self.url.startswith("sqlite") else 16)  # SQLite writes one at a time anyway
-
-        async def one(workflow_id: str, item: BatchItem) -> None:
-            async with slots:
-                if self.stopped is not None:
-                    return
-                with SetWorkflowID(workflow_id):
-                    await queue.enqueue_async(_batch_item, self._spec(item))
-
-        await asyncio.gather(*(one(workflow_id, item) for workflow_id, item in pending))
+    async def _enqueue(self, pending: list[tuple[str, BatchItem]]) -> int:
+        """Put the items on the queue in order, a chunk to a transaction; how many (the first ones) were put."""
+        if not pending:
+            return 0
+        entries = [(workflow_id, self._spec(item)) for workflow_id, item in pending]
+        stopped = lambda: self.stopped is not None  # noqa: E731 - read from the enqueuing thread
+        return await asyncio.to_thread(dbos_store.enqueue, self.queue_name, entries, stopped)
 
     async def _finished(
-        self, waiting: dict[str, str], by_id: Mapping[str, BatchItem]
+        self, waiting: dict[str, str], by_id: Mapping[str, BatchItem], prefix: str
     ) -> AsyncIterator[BatchItemResult]:
-        """Each item as its workflow ends (read every `POLL` seconds); once stopped, the queued ones are cancelled."""
+        """Each item as its workflow ends; once stopped, the queued ones are cancelled.
+
+        Each poll reads only the batch's workflows completed since a moment a little before the last
+        one seen (the store's clock; the margin covers a transaction that commits late), and every
+        `SWEEP` seconds every waiting item is looked up by id, so none is missed whatever its clock.
+        The interval grows from `POLL` to `MAX_POLL` while nothing ends.
+        """
         cancelling = False
+        since: int | None = None  # epoch ms of the latest completion seen, in the store's clock
+        swept = time.monotonic()
+        pause = POLL
         while waiting:
             if self.stopped is not None and not cancelling:
                 cancelling = True
                 await self._cancel_queued(list(waiting))
-            ended = await DBOS.list_workflows_async(
-                workflow_ids=list(waiting), status=_ENDED, load_input=False, load_output=False
-            )
-            if ended:
-                full = await DBOS.list_workflows_async(workflow_ids=[s.workflow_id for s in ended], load_input=False)
-                for status in full:
-                    item_id = waiting.pop(status.workflow_id)
-                    if status.status == "CANCELLED" and status.workflow_id in self._cancelled_ids:
-                        self.cancelled += 1
-                        continue  # not run: the next run of the batch enqueues it again
-                    result = _result_of(status, item_id)
-                    result = result.model_copy(update={"index": by_id[item_id].index})
-                    self._count(result)
-                    self.budget.add(result.usage)
-                    reached = self.budget.exceeded()
-                    if reached is not None:
-                        self.stop(f"budget: {reached}")
-                    yield result
+            if since is None or time.monotonic() - swept >= SWEEP:
+                ended = await asyncio.to_thread(dbos_store.ended, list(waiting))
+                swept = time.monotonic()
+            else:
+                after = datetime.datetime.fromtimestamp((since - MARGIN_MS) / 1000, tz=datetime.UTC)
+                ended = await DBOS.list_workflows_async(
+                    workflow_id_prefix=prefix,
+                    status=ENDED,
+                    completed_after=after.isoformat(),
+                    load_input=False,
+                    load_output=False,
+                )
+            for status in ended:
+                if status.completed_at is not None and (since is None or status.completed_at > since):
+                    since = status.completed_at
+            fresh = [status.workflow_id for status in ended if status.workflow_id in waiting]
+            if not fresh:
+                await asyncio.sleep(pause)
+                pause = min(pause * 1.5, MAX_POLL)
                 continue
-            await asyncio.sleep(POLL)
+            pause = POLL
+            for status in await DBOS.list_workflows_async(workflow_ids=fresh, load_input=False):
+                item_id = waiting.pop(status.workflow_id)
+                if status.status == "CANCELLED" and status.workflow_id in self._cancelled_ids:
+                    self.cancelled += 1
+                    continue  # not run: the next run of the batch enqueues it again
+                result = _result_of(status, item_id)
+                result = result.model_copy(update={"index": by_id[item_id].index})
+                self._count(result)
+                self.budget.add(result.usage)
+                reached = self.budget.exceeded()
+                if reached is not None:
+                    self.stop(f"budget: {reached}")
+                yield result
 
     async def _cancel_queued(self, workflow_ids: list[str]) -> None:
         """Cancel the items still waiting on the queue; the ones running finish and are counted."""
-        cancelled = await asyncio.to_thread(cancel_if_enqueued, workflow_ids)
+        cancelled = await asyncio.to_thread(dbos_store.cancel_if_enqueued, workflow_ids)
         self._cancelled_ids.update(cancelled)
         log.info("batch_cancelled_queued", batch=self.batch_id, items=len(cancelled))

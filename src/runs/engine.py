@@ -25,13 +25,13 @@ from atomtask.runs.errors import DurableRunsUnavailableError, RunStoreError
 from atomtask.system.logs import get_logger
 from atomtask.system.paths import atomtask_home
 
-__all__ = ["APP_NAME", "display_url", "launch", "resume_queue", "shutdown", "store_url"]
+__all__ = ["APP_NAME", "APP_VERSION", "display_url", "launch", "resume_queue", "serializer", "shutdown", "store_url"]
 
 log = get_logger(__name__)
 
 #: The DBOS application name and version of every run (atomtask keeps workflow versions itself, per checkpoint).
 APP_NAME = "atomtask"
-_APP_VERSION = "atomtask-runs-1"
+APP_VERSION = "atomtask-runs-1"
 
 _lock = threading.Lock()
 _launched_url: str | None = None
@@ -88,10 +88,17 @@ def _dbos() -> Any:
     return dbos
 
 
-def launch(url: str, *, listen: tuple[str, ...] = ()) -> None:
+def serializer() -> Any:
+    """The serializer of everything atomtask stores through DBOS (JSON, never pickle); a client must use the same."""
+    return _dbos().DBOSPortableJSONSerializer()
+
+
+def launch(url: str, *, listen: tuple[str, ...] = (), notification_poll: float = 0.1) -> None:
     """Launch DBOS on the store `url` in this process (once; again, after a shutdown, for another store).
 
     `listen` names more queues this process takes workflows from (a batch worker's queue), besides its own.
+    `notification_poll`: seconds between two reads of DBOS messages on SQLite (an approval's `recv`
+    waits at most that long); a batch process, which receives none, reads them less often.
 
     The caller registers its DBOS workflow functions first (`runs.durable` does, at import), as DBOS
     requires. Called from a thread without a running event loop (DBOS's launch is synchronous).
@@ -108,11 +115,11 @@ def launch(url: str, *, listen: tuple[str, ...] = ()) -> None:
         config: Any = {
             "name": APP_NAME,
             "system_database_url": url,
-            "application_version": _APP_VERSION,
+            "application_version": APP_VERSION,
             "executor_id": _executor_id,
             "log_level": os.environ.get("ATOMTASK_DBOS_LOG_LEVEL", "CRITICAL"),
-            "serializer": dbos.DBOSPortableJSONSerializer(),
-            "notification_listener_polling_interval_sec": 0.1,
+            "serializer": serializer(),
+            "notification_listener_polling_interval_sec": notification_poll,
         }
         try:
             if url.startswith("sqlite:///"):

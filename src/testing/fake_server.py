@@ -90,9 +90,14 @@ class FakeProviderServer:
     `ANTHROPIC_BASE_URL=server.anthropic_base_url` with `anthropic:<model>` (with any `OPENAI_API_KEY` /
     `ANTHROPIC_API_KEY`). Those models keep the SDKs' default of 2 retries with backoff on 5xx, 429 and
     dropped connections; the models from `openai_chat_model()` and `anthropic_model()` try once.
+
+    Every answer closes its connection (`Connection: close`), so no pooled connection outlives a
+    test; `keep_alive=True` keeps connections open between answers, as a real provider does (for
+    benchmarks, where a new connection per request would be measured instead of the client).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
         self._lock = threading.Lock()
         self._replies: deque[ServerReply] = deque()
         self._scripted = 0

@@ -25,6 +25,8 @@ __all__ = ["HTTPServer", "Handler", "cut", "send_error", "send_json", "send_stre
 class _Owner(Protocol):
     """What the server hands its connections and requests to: a `FakeProviderServer`."""
 
+    keep_alive: bool
+
     def _track(self, connection: socket.socket, *, add: bool) -> None: ...
 
     def _handle(self, handler: Handler) -> None: ...
@@ -47,8 +49,8 @@ class HTTPServer(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 for chunked bodies, so a cut-off stream is detectably incomplete. Every response still says
-    # `Connection: close`: the client then closes its socket after each answer, and no pooled connection
-    # outlives a test to be reported as an unclosed transport.
+    # `Connection: close` (unless the server keeps connections alive): the client then closes its socket
+    # after each answer, and no pooled connection outlives a test to be reported as an unclosed transport.
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # Without it every small write waits ~40 ms for a delayed ACK.
     timeout = 60  # A safety net: an idle connection never outlives a forgotten server by long.
@@ -107,7 +109,8 @@ def send_json(
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
-    handler.send_header("Connection", "close")
+    if not handler.server.fake.keep_alive:
+        handler.send_header("Connection", "close")
     for name, value in (headers or {}).items():
         handler.send_header(name, value)
     handler.end_headers()
@@ -124,7 +127,8 @@ def send_stream(handler: Handler, events: list[str], *, truncate: bool) -> None:
     handler.send_header("Content-Type", "text/event-stream")
     handler.send_header("Cache-Control", "no-cache")
     handler.send_header("Transfer-Encoding", "chunked")
-    handler.send_header("Connection", "close")
+    if not handler.server.fake.keep_alive:
+        handler.send_header("Connection", "close")
     handler.end_headers()
     for event in events[: max(1, len(events) // 2)] if truncate else events:
         data = event.encode()
