@@ -6,13 +6,16 @@ the W2xx rules and the provider compatibility transforms. Two layouts: a schema 
 template (worst case: one Pydantic class and one JSON Schema per template), and one schema shared by
 ten templates. Measured two ways:
 
-- the `atomtask check DIR` command in a subprocess (CPU of the child from `getrusage`, and wall time),
-  which includes interpreter start-up and imports (~1 s when a file is checked, mostly importing
-  pydantic-ai, whose model profiles the provider checks read; a fully warm check imports neither
-  pydantic-ai nor the checking code);
+- the `atomtask check DIR` command in a subprocess (CPU from `getrusage` of the child and of the
+  helper process it starts, and wall time), which includes interpreter start-up and imports. The
+  command imports pydantic-ai (~1 s, for the model profiles the P3xx rules read) in that helper,
+  while it reads and builds (`atomtask.lint.compat_process`), so the wall time is less than the CPU
+  on two cores; a fully warm check starts no helper and imports neither pydantic-ai nor the checking
+  code;
 - `atomtask.lint.check(DIR)` alone, after a warm-up, in a fresh interpreter per size
   (`time.process_time` and wall), with a full collection before each run so that no run reuses
-  the classes an earlier one built.
+  the classes an earlier one built. In-process there is no helper (pydantic-ai is imported by the
+  warm-up), so this CPU is all of the check's work.
 
 Each is measured without the cache (`--no-cache`), cold (an empty cache, which the check fills)
 and warm (every file unchanged), and in-process also after editing one template file. Prints

@@ -57,6 +57,7 @@ def main(
         parser.print_help(err)
         return EXIT_USAGE
     args = parser.parse_args(arguments)
+    args.process_exits = argv is None  # the process's own command line: it ends when `main` returns
     verbose, quiet, log_format = log_options(args)
     args.quiet = quiet  # given before or after the command; the commands leave out their notices too
 

@@ -40,6 +40,79 @@ def project(folder: Path, count: int = 4) -> list[Path]:
     return files
 
 
+MIXED = {
+    "shared.yaml": """\
+schemas:
+  - name: Shared
+    description: Used by two templates in other files.
+    fields:
+      - {name: answer, type: 'literal["yes", "no"]', description: The answer.}
+      - {name: reasoning, type: str}
+      - {name: extra, type: 'dict[str, int]', description: Counts.}
+""",
+    "uses_shared.yaml": """\
+templates:
+  - name: first
+    params:
+      text: {type: str}
+      unused: {type: int, default: 1}
+    instructions: Answer {{text}}
+    output_format: {type: json, schema: Shared, mode: native}
+    model: google:gemini-2.5-flash
+  - name: second
+    params:
+      text: {type: str}
+    instructions: Answer {{text}}
+    output_format: {type: json, schema: Shared}
+    repair: lenient
+""",
+    "Invoice.json": """\
+{"type": "object", "title": "Invoice", "description": "An invoice.",
+ "properties": {"total": {"type": "number", "minimum": 0, "descripton": "typo"},
+                "lines": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+ "required": ["total"]}
+""",
+    "invoice.yaml": """\
+templates:
+  - name: read_invoice
+    params:
+      text: {type: str}
+    instructions: Read {{text}}
+    output_format: {type: json, schema: Invoice}
+    model: openai-chat:gpt-4o-mini
+""",
+    "broken.yaml": """\
+templates:
+  - name: broken
+    params:
+      text: {type: str}
+    instructions: Do {{txt}}
+    output_format: {type: json, schema: Shraed}
+""",
+}
+
+
+def mixed_project(folder: Path) -> None:
+    """A folder of every kind: a schema shared across files, a JSON Schema file, lenient repair, warnings, errors."""
+    for name, text in MIXED.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    project(folder, 2)
+
+
+def test_a_cold_check_of_a_mixed_folder_reports_what_a_check_without_cache_does(tmp_path: Path) -> None:
+    """Every finding, count and lenient name of a cold check (which fills the cache) equals the uncached check's."""
+    src = tmp_path / "src"
+    src.mkdir()
+    mixed_project(src)
+    models = ["openai-chat:gpt-4o-mini", "anthropic:claude-sonnet-4-5"]
+    expected = check([src], models=models)
+    cold_cache = check_cache(tmp_path / "cache", models=models)
+    assert expected == check([src], models=models, cache=cold_cache)
+    assert len(cold_cache.stats.checked) == expected.files
+    assert {"E", "W", "P"} == {f.code[0] for f in expected.findings}
+    assert ("second",) == expected.lenient
+
+
 def test_a_warm_check_reports_what_a_cold_one_does(tmp_path: Path) -> None:
     """Findings and counts from the cache are those of a check without it."""
     src = tmp_path / "src"
@@ -116,7 +189,7 @@ def test_the_cache_lives_where_the_environment_variable_says(tmp_path: Path, mon
     project(src, 1)
     assert tmp_path / "elsewhere" == cache_dir()
     assert 0 == main(["check", str(src)])
-    assert 2 == len(list((tmp_path / "elsewhere" / "check").glob("*/*.json")))
+    assert 1 == len(list((tmp_path / "elsewhere" / "check").glob("*/*.json")))  # one file for the folder's two
 
 
 def test_the_default_cache_is_under_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,3 +259,34 @@ def test_a_cache_that_cannot_be_written_is_not_an_error(tmp_path: Path) -> None:
     cache = check_cache(tmp_path / "cache")
     assert check([src]) == check([src], cache=cache)
     assert 4 == len(cache.stats.checked)
+
+
+def test_checking_one_file_keeps_the_entries_of_its_folders_other_files(tmp_path: Path) -> None:
+    """A folder's entries share one file: a check of one of its files (edited) leaves the others' entries reusable."""
+    src = tmp_path / "src"
+    src.mkdir()
+    files = project(src, 2)
+    check([src], cache=check_cache(tmp_path / "cache"))
+    files[0].write_text(files[0].read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    check([src / "schema_0.yaml", files[0]], cache=check_cache(tmp_path / "cache"))
+    again = check_cache(tmp_path / "cache")
+    assert check([src]) == check([src], cache=again)
+    assert ([], 4) == (again.stats.checked, len(again.stats.reused))
+    assert 1 == len(list(again.directory.glob("*.json")))
+
+
+def test_a_deleted_files_entry_goes_when_its_folder_is_written_again(tmp_path: Path) -> None:
+    """The folder's file keeps only entries of files that exist."""
+    import json
+
+    src = tmp_path / "src"
+    src.mkdir()
+    files = project(src, 2)
+    check([src], cache=check_cache(tmp_path / "cache"))
+    files[1].unlink()
+    files[0].write_text(files[0].read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    cache = check_cache(tmp_path / "cache")
+    check([src], cache=cache)
+    (pack,) = cache.directory.glob("*.json")
+    kept = json.loads(pack.read_text(encoding="utf-8"))["entries"]
+    assert sorted(str(f) for f in src.iterdir()) == sorted(kept)

@@ -175,3 +175,24 @@ def test_a_bad_atomtask_model_names_the_variable(templates_dir: Path, monkeypatc
     code, out, err = run(["check", str(templates_dir)])
     assert (2, "") == (code, out)
     assert "Model 'gpt-4o' in the `ATOMTASK_MODEL` environment variable has no provider prefix" in err
+
+
+def test_a_check_called_in_process_leaves_the_collector_as_it_was(templates_dir: Path) -> None:
+    """`main([...])` from a caller's process (not the command's own) re-enables the collector and freezes nothing."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert 0 == run(["check", str(templates_dir), "--no-cache"])[0]
+    assert (True, frozen) == (gc.isenabled(), gc.get_freeze_count())
+
+
+def test_the_command_in_its_own_process_reports_what_main_does(templates_dir: Path) -> None:
+    """`python -m atomtask.cli check` (the process's own command line: helper process, no final collection)."""
+    expected = run(["check", str(templates_dir), "--no-cache", "--format", "json"])
+    done = subprocess.run(
+        [sys.executable, "-m", "atomtask.cli", "check", str(templates_dir), "--no-cache", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (expected[0], json.loads(expected[1])) == (done.returncode, json.loads(done.stdout))

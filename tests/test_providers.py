@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from atomtask import ConfigurationError
-from atomtask.loading.providers import check_model_string, known_providers
+from atomtask.loading.providers import check_model_string, known_providers, providers_from
 
 
 def test_known_providers_include_the_common_ones() -> None:
@@ -53,3 +53,19 @@ def test_an_unknown_embedded_model_is_refused_with_a_suggestion() -> None:
     assert "Unknown embedded model 'atomtask:synthetc' in template 'x'" in raised.value.message
     assert "Did you mean 'atomtask:synthetic'?" in raised.value.message
     assert ["atomtask:synthetic"] == raised.value.suggestions
+
+
+def test_known_providers_can_come_from_another_process() -> None:
+    """Inside `providers_from`, the source answers until pydantic-ai is asked; a source that cannot say is skipped."""
+    from atomtask.loading import providers
+
+    imported = known_providers()
+    providers._imported_providers.cache_clear()  # as in a process that has not imported pydantic-ai
+    try:
+        with providers_from(lambda: frozenset({"elsewhere"})), providers_from(lambda: None):
+            assert frozenset({"elsewhere"}) == known_providers()
+        assert imported == known_providers()  # outside: pydantic-ai itself, and remembered
+        with providers_from(lambda: frozenset({"elsewhere"})):
+            assert imported == known_providers()  # once pydantic-ai was asked, it is the answer
+    finally:
+        providers._imported_providers.cache_clear()

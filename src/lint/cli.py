@@ -104,9 +104,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     gc.disable()
     try:
         cache = None if args.no_cache else check_cache(models=args.model, select=select, ignore=ignore)
-        report = check(paths, python=args.python, models=args.model, select=select, ignore=ignore, cache=cache)
+        report = check(
+            paths,
+            python=args.python,
+            models=args.model,
+            select=select,
+            ignore=ignore,
+            cache=cache,
+            helper_process=True,  # pydantic-ai is imported by a helper while this process checks
+        )
     finally:
         if collecting:
+            if getattr(args, "process_exits", False):
+                # The process ends once the report is out: the collector's passes over what the check
+                # leaves (~0.2 s for 1,000 schemas, at the next allocations and again at exit) would only
+                # free memory that goes back with the process. Frozen objects are never scanned.
+                gc.freeze()
             gc.enable()
     failed = report.failed(strict=args.strict)
     if args.format == "json":

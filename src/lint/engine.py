@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,11 +26,12 @@ import attrs
 from atomtask.lint.cache import CheckCache, Entry, FileFacts, content_hash, dependencies, duplicated, fingerprint
 from atomtask.lint.cache import mentioned as mentioned_names
 from atomtask.lint.findings import CheckReport, Finding, Severity, matches
-from atomtask.loading.providers import check_model_string
+from atomtask.loading.providers import check_model_string, providers_from
 from atomtask.loading.readers import declaration_files
 from atomtask.system.errors import SourceLocation, UsageError
 
 if TYPE_CHECKING:
+    from atomtask.lint.compat_process import ProcessAnalyses
     from atomtask.lint.session import CheckRun
 
 __all__ = ["CheckReport", "check", "check_cache"]
@@ -43,6 +45,7 @@ def check(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     cache: CheckCache | None = None,
+    helper_process: bool = False,
 ) -> CheckReport:
     """Check declaration files and folders, and the templates of the Python modules named in `python`.
 
@@ -56,13 +59,28 @@ def check(
         ignore: do not report codes starting with one of these.
         cache: reuse the findings of unchanged files (see `check_cache`); not used with `python`
             modules, whose code the cache cannot see.
+        helper_process: make the provider compatibility analysis (P3xx) in a helper process that imports
+            pydantic-ai while this one reads and builds (`atomtask.lint.compat_process`; what the
+            `atomtask check` command does). Only when pydantic-ai is not imported yet; the same findings.
 
     The cycle collector pauses while the check runs: it allocates many long-lived objects (a class and
     a JSON Schema per schema) and next to no cyclic garbage, so its full passes cost ~20% and free
     nothing; it runs again (if it was on) when the check returns.
     """
-    with _collector_paused():
-        return _check(list(paths), list(python), models, select, ignore, cache)
+    helper = _helper() if helper_process else None
+    with _collector_paused(), contextlib.ExitStack() as stack:
+        if helper is not None:
+            stack.callback(helper.stop)  # closed already when the check read its answers: this is for an error
+            stack.enter_context(providers_from(helper.providers))
+        return _check(list(paths), list(python), models, select, ignore, cache, helper)
+
+
+def _helper() -> ProcessAnalyses | None:
+    if "pydantic_ai" in sys.modules:  # imported already: nothing to overlap
+        return None
+    from atomtask.lint.compat_process import ProcessAnalyses
+
+    return ProcessAnalyses()
 
 
 @contextlib.contextmanager
@@ -83,6 +101,7 @@ def _check(
     select: Sequence[str],
     ignore: Sequence[str],
     cache: CheckCache | None,
+    helper: ProcessAnalyses | None = None,
 ) -> CheckReport:
     defaults = tuple(models) or _env_models()
     for model in defaults:  # a bad argument, not a finding: raises ConfigurationError
@@ -99,16 +118,19 @@ def _check(
     def wanted(code: str) -> bool:
         return (not select or matches(code, select)) and not matches(code, ignore)
 
+    def new_run() -> CheckRun:
+        return _new_run(defaults, helper)
+
     run: CheckRun | _Unchecked
     if cache is None or python:
-        run = _new_run(defaults)
+        run = new_run()
         for module in python:
             run.import_module(module)
         run.read_files(files)
         run.check_read([str(f) for f in files], wanted)
         reused: dict[str, Entry] = {}
     else:
-        run, reused = _incremental(files, defaults, wanted, cache)
+        run, reused = _incremental(files, new_run, wanted, cache)
     findings = {(f.code, str(f.location), f.message): f for entry in reused.values() for f in entry.findings}
     findings.update(run.findings)
     findings.update({(f.code, str(f.location), f.message): f for f in missing})
@@ -132,7 +154,7 @@ def check_cache(
 
 
 def _incremental(
-    files: Sequence[Path], defaults: tuple[str, ...], wanted: Callable[[str], bool], cache: CheckCache
+    files: Sequence[Path], new_run: Callable[[], CheckRun], wanted: Callable[[str], bool], cache: CheckCache
 ) -> tuple[CheckRun | _Unchecked, dict[str, Entry]]:
     """Check what changed (and what that needs); take the rest from `cache`; refresh the entries checked."""
     order = [str(f) for f in files]
@@ -151,7 +173,7 @@ def _incremental(
         if entry is not None:
             entries[name] = entry
     unread = [f for f in files if str(f) not in entries]
-    run = _new_run(defaults) if unread else None  # every file in the cache: none of the registration code
+    run = new_run() if unread else None  # every file in the cache: none of the registration code
     if run is not None:
         run.read_files(unread)
     facts = _facts(order, entries, run)
@@ -169,13 +191,13 @@ def _incremental(
         cache.stats.reused = list(order)
         return _Unchecked(), entries
     if run is None:
-        run = _new_run(defaults)
+        run = new_run()
     run.read_files(Path(name) for name in order if name in needed and name not in run.declared)
     run.check_read([name for name in order if name in needed], wanted)
     if len(needed) < len(order) and any(f.severity is Severity.ERROR for f in run.findings.values()):
         # A "did you mean" or a list of known names must read every declared name: check everything.
         cache.stats.full = True
-        run = _new_run(defaults)
+        run = new_run()
         run.read_files(files)
         run.check_read(order, wanted)
         needed = set(order)
@@ -224,10 +246,12 @@ def _still_valid(entry: Entry, closed: set[str], contents: dict[str, str], names
     return entry.deps == deps and (entry.names is None or entry.names == names)
 
 
-def _new_run(defaults: tuple[str, ...]) -> CheckRun:
+def _new_run(defaults: tuple[str, ...], helper: ProcessAnalyses | None) -> CheckRun:
+    if helper is not None:
+        helper.start()  # first: the helper imports pydantic-ai while this process imports the rest, reads and builds
     from atomtask.lint.session import CheckRun  # the registration code: only when a file is checked
 
-    return CheckRun(default_models=defaults)
+    return CheckRun(default_models=defaults, analyses=helper)
 
 
 def _env_models() -> tuple[str, ...]:

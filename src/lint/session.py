@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from atomtask.lint import compat, rules
+from atomtask.lint import rules
 from atomtask.lint.cache import FileFacts, facts_of
+from atomtask.lint.compat_process import Analyses, InlineAnalyses
 from atomtask.lint.findings import RULES, Finding
+from atomtask.lint.json_schemas import output_json_schema
 from atomtask.lint.problems import closure, template_problems
 from atomtask.lint.python_sources import class_location, find_in_file, import_python, raising_line
-from atomtask.lint.workflow_findings import workflow_problems
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.declarations import Declarations, reject_duplicate_schemas
 from atomtask.loading.readers import read_file
@@ -46,21 +47,19 @@ from pydantic import BaseModel
 __all__ = ["CheckRun"]
 
 
+_CODES = ((DuplicateNameError, "E105"), (ConfigurationError, "E104"), (SchemaError, "E103"))  # first match
+
+
 def _code(exc: UsageError) -> str:
-    if isinstance(exc, DuplicateNameError):
-        return "E105"
-    if isinstance(exc, ConfigurationError):
-        return "E104"
-    if isinstance(exc, SchemaError):
-        return "E103"
-    return "E102"
+    return next((code for kind, code in _CODES if isinstance(exc, kind)), "E102")
 
 
 class CheckRun:
     """The registries one check fills, and its findings: all of them, and by the file they were found for."""
 
-    def __init__(self, default_models: tuple[str, ...]) -> None:
+    def __init__(self, default_models: tuple[str, ...], analyses: Analyses | None = None) -> None:
         self.default_models = default_models
+        self.analyses: Analyses = analyses or InlineAnalyses()  # P3xx: here, or in a helper process
         self.models = ModelRegistry()
         register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
         self.templates = TemplateRegistry(self.models)
@@ -128,8 +127,11 @@ class CheckRun:
             self.register_template(template)
         self._file = None
         self.workflows.extend(declarations.workflows)
-        for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
-            self.note(problem.code, problem.message, problem.location)  # across files: filed under none
+        if self.workflows:  # the workflow checks (and their imports) only for files that declare some
+            from atomtask.lint.workflow_findings import workflow_problems
+
+            for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
+                self.note(problem.code, problem.message, problem.location)  # across files: filed under none
         self.lint(wanted)
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -301,36 +303,46 @@ class CheckRun:
     def lint(self, wanted: Callable[[str], bool]) -> None:
         """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them.
 
-        A schema's findings are noted for every template that uses it (each file's findings stand on
-        their own), but worked out once per class, and once per class, model and mode.
-        """
+        A schema's findings are noted for every template using it, but worked out once per class (and
+        model and mode). The P3xx analyses are asked for first: a helper process may make them meanwhile."""
         schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
+        compiled_all = [self.templates.compiled(name) for name in self.templates.names()]
         schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        requests: dict[tuple[type[BaseModel], str, str], int] = {}  # -> the index of its analysis
+        analysed: list[tuple[CompiledTemplate, int]] = []  # each template's analyses, noted once all are made
+        compat_rules = any(wanted(code) for code in RULES if code.startswith("P"))
+        for compiled in compiled_all if schema_rules else ():
+            cls = compiled.output_cls
+            if cls is None:
+                continue
+            if cls not in schemas:
+                schemas[cls] = output_json_schema(cls)
+            for model in self._models_of(compiled.template) if compat_rules else ():
+                key = (cls, model, compiled.output_mode.value)
+                if key not in requests:  # templates sharing a schema, model and mode share the analysis
+                    requests[key] = self.analyses.submit(schemas[cls], model, compiled.output_mode.value)
+                analysed.append((compiled, requests[key]))
         described: dict[type[BaseModel], list[rules.SchemaIssue]] = {}
-        issues: dict[tuple[type[BaseModel], str, str], list[compat.CompatIssue]] = {}
-        for name in self.templates.names():
-            compiled = self.templates.compiled(name)
+        for compiled in compiled_all:
             self._for(compiled.template.location)
             self._template_warnings(compiled)
             cls = compiled.output_cls
             if cls is None or not schema_rules:
                 continue
-            if cls not in schemas:
-                schemas[cls] = cls.model_json_schema()
+            if cls not in described:
                 described[cls] = list(rules.schema_issues(rules.described_schema(cls, schemas[cls])))
             for code, message, owner, field in described[cls]:
                 self.note(code, message, self._field_location(owner, field, compiled))
-            for model in self._models_of(compiled.template):
-                key = (cls, model, compiled.output_mode.value)
-                if key not in issues:  # templates sharing a schema, model and mode share the analysis
-                    issues[key] = compat.analyse(schemas[cls], model, compiled.output_mode.value)
-                for issue in issues[key]:
-                    if issue.code == "P301":  # about the template's choice of mode, not its schema
-                        template = compiled.template
-                        where = template.location_of("output_format.mode") or self._locate(template)
-                    else:
-                        where = self._field_location(issue.owner, issue.field, compiled)
-                    self.note(issue.code, issue.message, where)
+        answers = self.analyses.results()
+        for compiled, index in analysed:
+            self._for(compiled.template.location)
+            for issue in answers[index]:
+                if issue.code == "P301":  # about the template's choice of mode, not its schema
+                    template = compiled.template
+                    where = template.location_of("output_format.mode") or self._locate(template)
+                else:
+                    where = self._field_location(issue.owner, issue.field, compiled)
+                self.note(issue.code, issue.message, where)
         self._file = None
 
     def _template_warnings(self, compiled: CompiledTemplate) -> None:

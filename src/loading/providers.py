@@ -7,7 +7,9 @@ provider, `atomtask:`, for the models it embeds (`atomtask:synthetic`, the offli
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Callable, Iterator
 from typing import get_args
 
 from atomtask.system.errors import ConfigurationError, SourceLocation, did_you_mean, near_names
@@ -21,6 +23,7 @@ __all__ = [
     "install_command",
     "known_providers",
     "provider_of",
+    "providers_from",
 ]
 
 # The models atomtask embeds, named `atomtask:<name>`; `atomtask.handlers` builds them.
@@ -66,9 +69,36 @@ def install_command(model: str) -> str:
     return f"pip install 'pydantic-ai-slim[{provider}]'"
 
 
-@functools.cache
+# Who else can say which providers pydantic-ai knows, asked before importing it (see `providers_from`).
+_SOURCES: list[Callable[[], frozenset[str] | None]] = []
+
+
 def known_providers() -> frozenset[str]:
     """Every provider prefix the installed pydantic-ai accepts in a model string."""
+    if not _imported_providers.cache_info().currsize:
+        for source in reversed(_SOURCES):
+            found = source()
+            if found is not None:
+                return found
+    return _imported_providers()
+
+
+@contextlib.contextmanager
+def providers_from(source: Callable[[], frozenset[str] | None]) -> Iterator[None]:
+    """While inside, `known_providers` asks `source` first, unless pydantic-ai was asked already.
+
+    `source` answers what `known_providers` would (None: it cannot); `atomtask check` passes the
+    helper process that imports pydantic-ai while the check reads and builds (`atomtask.lint.compat_process`).
+    """
+    _SOURCES.append(source)
+    try:
+        yield
+    finally:
+        _SOURCES.remove(source)
+
+
+@functools.cache
+def _imported_providers() -> frozenset[str]:
     # `pydantic_ai.models` imports no provider SDK; those load only when a provider is built.
     from pydantic_ai.models import OpenAIChatCompatibleProvider, known_model_names
 

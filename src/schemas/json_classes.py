@@ -43,6 +43,8 @@ class _JsonSchemaClass:
     json_schema_envelope: ClassVar[bool] = False
     #: What the schema holds that loads but is not enforced as written (`atomtask check` reports them).
     json_schema_warnings: ClassVar[tuple[SchemaWarning, ...]] = ()
+    #: `model_json_schema()` as the builder made it (to see it can be given to a model); read, never modify.
+    json_schema_generated: ClassVar[dict[str, Any] | None] = None
 
     @classmethod
     def _check_json_schema(cls, data: Any) -> Any:

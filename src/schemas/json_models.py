@@ -221,7 +221,8 @@ class _Builder:
         cls.json_schema_warnings = tuple(self.warnings)
         cls.__doc__ = self.definition.description or f"The JSON Schema {self.name!r}."
         try:
-            cls.model_json_schema()  # what pydantic-ai will ask for when it builds the output tool
+            # What pydantic-ai will ask for when it builds the output tool; kept, so `check` does not make it again.
+            cls.json_schema_generated = cls.model_json_schema()
         except (PydanticUserError, KeyError, TypeError) as exc:
             raise self.fail(f"the schema cannot be given to a model ({exc!r}). Simplify it.") from None
         return cls

@@ -168,6 +168,8 @@ def register_schema_sources(
     json_schemas: list[JsonSchemaDef], python_schemas: list[PythonSchemaDef], models: ModelRegistry
 ) -> None:
     """Build and register JSON Schema and Python-class declarations (before YAML field schemas, which may use them)."""
+    if not json_schemas and not python_schemas:
+        return  # without importing the JSON Schema machinery (and `jsonschema`): YAML-only projects never need it
     from atomtask.schemas.json_models import build_json_schema_model
 
     for definition in json_schemas:
