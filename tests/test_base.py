@@ -31,6 +31,15 @@ def test_model_instances_are_accepted_and_labelled() -> None:
     assert "test:test" == choice.label
 
 
+def test_the_system_model_choice_is_made_once_and_follows_a_new_model() -> None:
+    """The choice for the TaskSystem's model is one shared value until `handler.model` is replaced."""
+    handler = BaseHandler(model=TestModel(), environ={})
+    first = handler.choose_model()
+    assert first is handler.choose_model()
+    handler.model = "openai-chat:gpt-4o-mini"
+    assert ("openai-chat:gpt-4o-mini", "system") == (handler.choose_model().label, handler.choose_model().source)
+
+
 def test_bad_env_model_is_a_configuration_error() -> None:
     """A malformed ATOMTASK_MODEL is reported naming the variable."""
     with pytest.raises(ConfigurationError, match="ATOMTASK_MODEL"):

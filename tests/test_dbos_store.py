@@ -26,7 +26,8 @@ DBOS.register_queue("store-test", worker_concurrency=1)
 
 def rows():
     with sqlite3.connect(path) as db:
-        query = "SELECT workflow_uuid, status, queue_name, application_version FROM workflow_status ORDER BY workflow_uuid"
+        query = "SELECT workflow_uuid, status, queue_name, application_version FROM workflow_status"
+        query += " ORDER BY workflow_uuid"
         return [list(row) for row in db.execute(query)]
 """
 

@@ -6,30 +6,32 @@ the outcome with its notes. A failure at any step is a FAILED result with a type
 here raises for a task that failed. With the response cache on for a call (`caching.py`), a stored
 answer for the same rendered call is returned instead of asking the model, and a COMPLETE one is stored.
 
-There is one implementation, `execute_async`; `execute` runs it to completion, on a worker thread
-when the caller is already inside a running event loop (Jupyter, a FastAPI handler).
+There is one implementation of each step (`_prepare`, the manager's `run`, `_finish`); `execute_async`
+awaits the model call, `execute` runs only that call to completion on an event loop, on a worker thread
+when the caller is already inside a running event loop (Jupyter, a FastAPI handler). With tracing on,
+`execute` runs all of `execute_async` there instead, so that the task's span holds every step.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 from atomtask.executors.caching import CacheChoice, CacheConfig, CachePlan, schema_fingerprint
+from atomtask.executors.overrides import CallOverrides
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.blocking import run_blocking
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading.checks import CompiledTemplate
-from atomtask.loading.model_settings import check_model_settings
 from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.system.errors import ConfigurationError, TemplateNotFoundError, UsageError, did_you_mean
+from atomtask.system.errors import TemplateNotFoundError, UsageError, did_you_mean
 from atomtask.system.logs import get_logger
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
-from atomtask.system.templates import RepairMode, TemplateLimits, repair_mode
+from atomtask.system.templates import RepairMode, TemplateLimits
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
@@ -41,52 +43,14 @@ log = get_logger(__name__)
 T = TypeVar("T")
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
-
-
-@attrs.frozen
-class _Overrides:
-    """What a single call overrides in its template."""
-
-    retries: int | None
-    limits: TemplateLimits | Mapping[str, Any] | None
-    repair: RepairMode | str | bool | None
-    model_settings: Mapping[str, Any] | None = None
-    cache: CacheChoice = None
-
-    def settings_for(self, template_settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """The template's model settings with the call's on top, key by key (the call's checked here)."""
-        if self.model_settings is None:
-            return dict(template_settings) if template_settings else None
-        call_settings = check_model_settings(self.model_settings, where="this call (`model_settings=`)")
-        return {**(template_settings or {}), **call_settings}
-
-    def repair_for(self, template_repair: RepairMode) -> RepairMode:
-        if self.repair is None:
-            return template_repair
-        try:
-            return repair_mode(self.repair)
-        except ValueError as exc:
-            raise ConfigurationError(f"Invalid `repair=` for this call: {exc}.") from None
-
-    def limits_for(self, template_limits: TemplateLimits | None) -> TemplateLimits | None:
-        if self.limits is None:
-            return template_limits
-        try:
-            call_limits = (
-                self.limits if isinstance(self.limits, TemplateLimits) else TemplateLimits.model_validate(self.limits)
-            )
-        except ValidationError as exc:
-            raise ConfigurationError(
-                f"Invalid `limits=` for this call: {exc.errors(include_url=False)[0]['msg']} "
-                f"({'.'.join(str(p) for p in exc.errors()[0]['loc'])}). Limits are positive numbers for "
-                "`requests`, `input_tokens`, `output_tokens`, `total_tokens` and `cost` (USD)."
-            ) from None
-        return call_limits.tightest(template_limits) if template_limits is not None else call_limits
+# The models' validators, called directly on the happy path: the same validation as `TaskNotes(**fields)`
+# without the Python `__init__` around it (a third to a half of the cost of each; callgrind).
+_new_notes = TaskNotes.__pydantic_validator__.validate_python
+_new_result = _Result.__pydantic_validator__.validate_python
 
 
 @attrs.frozen(kw_only=True)
 class _Prepared:
-    compiled: CompiledTemplate
     call: ModelCall
     started: float
     cache: CachePlan | None = None
@@ -150,15 +114,15 @@ class AtomicTaskExecutor:
 
         Works inside a running event loop too: the run then happens on a worker thread while this one waits.
         """
-        options: dict[str, Any] = {
-            "model": model,
-            "retries": retries,
-            "limits": limits,
-            "repair": repair,
-            "model_settings": model_settings,
-            "cache": cache,
-        }
-        return run_blocking(self.execute_async(name_or_request, inputs, expect=expect, **options))
+        overrides = CallOverrides.of(retries, limits, repair, model_settings, cache)
+        if self.manager.tracing is not None:  # the task's span holds all of it, as in `execute_async`
+            return run_blocking(self._run(name_or_request, inputs, model, expect, overrides))
+        # Only the model call goes to the event loop: every await of the run resumes each coroutine
+        # around it, so none is added there.
+        prepared = self._prepare(name_or_request, inputs, model, expect, overrides)
+        if isinstance(prepared, TaskResult):
+            return prepared
+        return self._finish(prepared, run_blocking(self.manager.run(prepared.call)))
 
     @overload
     async def execute_async(
@@ -204,24 +168,35 @@ class AtomicTaskExecutor:
         expect: type[Any] | None = None,
     ) -> TaskResult[Any]:
         """Run a task on the running event loop (pydantic-ai `run`); never raises for a failed task."""
-        overrides = _Overrides(retries, limits, repair, model_settings, cache)
-        run = self._execute(lambda: self._prepare(name_or_request, inputs, model, expect, overrides))
+        overrides = CallOverrides.of(retries, limits, repair, model_settings, cache)
+        return await self._run(name_or_request, inputs, model, expect, overrides)
+
+    async def _run(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None,
+        model: Model | str | None,
+        expect: type[Any] | None,
+        overrides: CallOverrides,
+    ) -> TaskResult[Any]:
         tracing = self.manager.tracing  # OpenTelemetry: the task's span, with pydantic-ai's nested inside it
         if tracing is None:
-            return await run
+            return await self._execute(name_or_request, inputs, model, expect, overrides)
+        run = self._execute(name_or_request, inputs, model, expect, overrides)  # prepared inside the span
         return await tracing.task(name_or_request, run, templates=self.templates, fingerprint=schema_fingerprint)
 
-    async def _execute(self, prepare: Callable[[], _Prepared | TaskResult[Any]]) -> TaskResult[Any]:
-        prepared = prepare()
+    async def _execute(
+        self,
+        name_or_request: str | SubtaskRequest,
+        inputs: Mapping[str, Any] | None,
+        model: Model | str | None,
+        expect: type[Any] | None,
+        overrides: CallOverrides,
+    ) -> TaskResult[Any]:
+        prepared = self._prepare(name_or_request, inputs, model, expect, overrides)
         if isinstance(prepared, TaskResult):
             return prepared
-        hit = self.cache.lookup(prepared.cache, prepared.call, prepared.started) if prepared.cache else None
-        if hit is not None:
-            return hit
-        result = self._finish(prepared, await self.manager.run(prepared.call))
-        if prepared.cache is not None:
-            self.cache.save(prepared.cache, result)  # a COMPLETE result only
-        return result
+        return self._finish(prepared, await self.manager.run(prepared.call))
 
     def _prepare(
         self,
@@ -229,8 +204,9 @@ class AtomicTaskExecutor:
         inputs: Mapping[str, Any] | None,
         model: Model | str | None,
         expect: type[Any] | None,
-        overrides: _Overrides,
+        overrides: CallOverrides,
     ) -> _Prepared | TaskResult[Any]:
+        """The call to make, or the result without one (a failure before the call, or a cache hit)."""
         started = time.perf_counter()
         if isinstance(name_or_request, SubtaskRequest):
             name = name_or_request.name
@@ -268,8 +244,13 @@ class AtomicTaskExecutor:
         if isinstance(values, TaskError):
             return _failed(name, started, values)
         try:
-            system = render(template.system, compiled.system_placeholders, values) if template.system else None
-            prompt = render(template.instructions, compiled.instruction_placeholders, values)
+            # `render` is called only for a text with placeholders (a fixed text is used as it is).
+            system = template.system or None
+            if system and compiled.system_placeholders:
+                system = render(system, compiled.system_placeholders, values)
+            prompt = template.instructions
+            if compiled.instruction_placeholders:
+                prompt = render(prompt, compiled.instruction_placeholders, values)
         except RenderError as exc:
             return _failed(
                 name,
@@ -282,19 +263,17 @@ class AtomicTaskExecutor:
             )
         try:
             choice = self.manager.handler.choose_model(call=model, template=template.model)
-            limits = overrides.limits_for(template.limits)
-            settings = overrides.settings_for(compiled.model_settings)
-            repair = overrides.repair_for(template.repair)
+            limits, settings, repair = overrides.resolve(template.limits, compiled.model_settings, template.repair)
             cache_policy = self.cache.policy(overrides.cache, template.cache)
         except UsageError as exc:
             return _failed(name, started, TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=exc.message))
-        if choice.notice is not None and not self._default_notice_logged:
+        if choice.source == "default" and not self._default_notice_logged:  # the one source with a notice
             self._default_notice_logged = True
             log.info("default_model_used", notice=choice.notice)
         # A model chosen by the call replaces the template's choice, its fallbacks included.
         fallbacks = (
             ()
-            if choice.source == "call"
+            if choice.source == "call" or not template.fallbacks
             else tuple(ModelChoice(spec=m, label=m, source="fallback") for m in template.fallbacks)
         )
         call = ModelCall(
@@ -310,21 +289,27 @@ class AtomicTaskExecutor:
             repair=repair,
             model_settings=settings,
         )
-        plan = self.cache.plan(call, cache_policy, self.manager.handler) if cache_policy is not None else None
-        return _Prepared(compiled=compiled, call=call, started=started, cache=plan)
+        if cache_policy is None:
+            return _Prepared(call=call, started=started)
+        plan = self.cache.plan(call, cache_policy, self.manager.handler)
+        hit = self.cache.lookup(plan, call, started)
+        return hit if hit is not None else _Prepared(call=call, started=started, cache=plan)
 
     def _finish(self, prepared: _Prepared, outcome: CallOutcome) -> TaskResult[Any]:
+        """The result of the call (stored in the response cache when it is COMPLETE and the cache is on)."""
         call = prepared.call
-        notes = TaskNotes(
-            template=call.template,
-            model=outcome.model or call.model.label,
-            model_source=call.model.source,
-            output_mode=call.mode.value if call.output_cls is not None else "text",
-            duration_ms=(time.perf_counter() - prepared.started) * 1000,
-            usage=outcome.usage,
-            attempts=outcome.attempts,
-            models_tried=outcome.models_tried,
-            default_model_notice=call.model.notice,
+        notes: TaskNotes = _new_notes(
+            {
+                "template": call.template,
+                "model": outcome.model or call.model.label,
+                "model_source": call.model.source,
+                "output_mode": call.mode.value if call.output_cls is not None else "text",
+                "duration_ms": (time.perf_counter() - prepared.started) * 1000,
+                "usage": outcome.usage,
+                "attempts": outcome.attempts,
+                "models_tried": outcome.models_tried,
+                "default_model_notice": call.model.notice,
+            }
         )
         if outcome.error is not None:
             log.warning(
@@ -342,7 +327,12 @@ class AtomicTaskExecutor:
             model=notes.model,
             duration_ms=round(notes.duration_ms, 2),
         )
-        return _Result(status=TaskStatus.COMPLETE, content=outcome.content, parsedContent=outcome.output, notes=notes)
+        result: TaskResult[Any] = _new_result(
+            {"status": TaskStatus.COMPLETE, "content": outcome.content, "parsedContent": outcome.output, "notes": notes}
+        )
+        if prepared.cache is not None:
+            self.cache.save(prepared.cache, result)
+        return result
 
 
 def _fits(compiled: CompiledTemplate, expect: type[Any]) -> bool:
@@ -358,10 +348,11 @@ def _failed(name: str, started: float, error: TaskError) -> TaskResult[Any]:
 
 def _validate_inputs(compiled: CompiledTemplate, inputs: Mapping[str, Any]) -> dict[str, Any] | TaskError:
     try:
-        values = compiled.inputs.validate_python(dict(inputs))
+        # The validator builds a new dict and leaves its input alone: a dict needs no copy first.
+        values = compiled.inputs.validator.validate_python(inputs if type(inputs) is dict else dict(inputs))
     except ValidationError as exc:
         return _input_error(compiled, exc)
-    return {**compiled.defaults, **values}
+    return {**compiled.defaults, **values} if compiled.defaults else values
 
 
 def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:

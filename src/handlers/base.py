@@ -96,6 +96,8 @@ class BaseHandler:
         self.provider_retries = provider_retries if provider_retries is not None else ProviderRetries()
         self._environ = environ if environ is not None else os.environ
         self._built: dict[str, Model] = {}
+        # The choice for `self.model`, made once per model (a frozen value every call may share).
+        self._system_choice: tuple[Model | str, ModelChoice] | None = None
 
     def choose_model(self, *, call: Model | str | None = None, template: str | None = None) -> ModelChoice:
         """Pick the model for one call: call, template, handler, `ATOMTASK_MODEL`, then the default."""
@@ -106,7 +108,11 @@ class BaseHandler:
         if template is not None:
             return ModelChoice(spec=template, label=template, source="template")
         if self.model is not None:
-            return ModelChoice(spec=self.model, label=model_label(self.model), source="system")
+            cached = self._system_choice
+            if cached is None or cached[0] is not self.model:  # `model` may be reassigned
+                choice = ModelChoice(spec=self.model, label=model_label(self.model), source="system")
+                cached = self._system_choice = (self.model, choice)
+            return cached[1]
         env_model = self._environ.get(MODEL_ENV)
         if env_model:
             check_model_string(env_model, where=f"the `{MODEL_ENV}` environment variable")

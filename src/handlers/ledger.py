@@ -25,7 +25,7 @@ from atomtask.handlers.redact import redact
 from atomtask.system.provider_signals import report_rate_limited
 from atomtask.system.results import Attempt, Coercion, UsageNotes
 from atomtask.system.retry_policy import ProviderRetries
-from atomtask.system.templates import RepairMode, TemplateLimits, repair_mode
+from atomtask.system.templates import RepairMode, TemplateLimits
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
@@ -55,6 +55,11 @@ __all__ = [
     "remaining_limits",
     "run_state",
 ]
+
+# The models' validators, called directly for every answer: the same validation as `Attempt(**fields)`
+# without the Python `__init__` around it (a quarter to a third of the cost of each; callgrind).
+_new_attempt = Attempt.__pydantic_validator__.validate_python
+_new_usage = UsageNotes.__pydantic_validator__.validate_python
 
 _TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, ModelRequestTimeout)
 
@@ -107,7 +112,7 @@ class RunState:
     """What one run records beyond its messages; passed as the run's `deps` to atomtask's capabilities."""
 
     retries: ProviderRetries = attrs.field(factory=ProviderRetries)
-    repair: RepairMode = attrs.field(default=RepairMode.SAFE, converter=repair_mode)
+    repair: RepairMode = RepairMode.SAFE
     repairs: dict[int, list[str]] = attrs.field(factory=dict)
     coercions: dict[int, list[Coercion]] = attrs.field(factory=dict)
     syntax_errors: dict[int, str] = attrs.field(factory=dict)
@@ -194,48 +199,68 @@ def ledger_attempts(
     """One `Attempt` per model response and per provider fault of one run, in the order they happened."""
     answered: list[dict[str, Any]] = []
     sent_at: datetime | None = None
+    # What a capability recorded, looked up only when it recorded anything (most answers need no repair).
+    recorded = bool(state.repairs or state.coercions or state.syntax_errors)
     for message in messages:
         if isinstance(message, ModelResponse):
-            number = len(answered) + 1
             raw, tool = _raw_output(message)
             usage = message.usage
-            answered.append(
-                {
-                    "raw_output": raw,
-                    "tool_name": tool,
-                    "repairs": state.repairs.get(number, []),
-                    "coercions": state.coercions.get(number, []),
-                    "parse_error": state.syntax_errors.get(number),
-                    "usage": UsageNotes(
-                        requests=1,
-                        input_tokens=usage.input_tokens,
-                        output_tokens=usage.output_tokens,
-                        cost=_cost(message),
-                    ),
-                    # From the request's creation to the answer, provider retries included.
-                    "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
-                }
-            )
+            # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
+            cost = usage.cost
+            entry: dict[str, Any] = {
+                "model": model,
+                "output_mode": mode,
+                "raw_output": raw,
+                "tool_name": tool,
+                "usage": _new_usage(
+                    {
+                        "requests": 1,
+                        "input_tokens": usage.input_tokens,
+                        "output_tokens": usage.output_tokens,
+                        "cost": float(cost) if cost is not None else None,
+                    }
+                ),
+                # From the request's creation to the answer, provider retries included.
+                "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
+            }
+            if recorded:
+                number = len(answered) + 1
+                entry["repairs"] = state.repairs.get(number, [])
+                entry["coercions"] = state.coercions.get(number, [])
+                entry["parse_error"] = state.syntax_errors.get(number)
+            answered.append(entry)
         elif isinstance(message, ModelRequest):
             sent_at = message.timestamp
             if not answered:  # the first request: no answer to give feedback on
                 continue
             # Validation feedback travels as a retried tool return (tool output) or a retry
             # feedback part (text output); both carry `retry` info and the error details.
-            retried = [p for p in message.parts if getattr(p, "retry", None) is not None]
+            retried: list[Any] = []  # a loop, not a comprehension: no frame of its own (Python < 3.12)
+            for part in message.parts:
+                if getattr(part, "retry", None) is not None:
+                    retried.append(getattr(part, "content", None))
             if retried:
-                answered[-1]["errors"] = feedback_errors([getattr(p, "content", None) for p in retried])
+                answered[-1]["errors"] = feedback_errors(retried)
     entries: list[dict[str, Any]] = answered if not state.faults else []
     for position in range(len(answered) + 1 if state.faults else 0):
         for fault in state.faults:
             if fault.after_response == position:
-                entry: dict[str, Any] = {"fault": f"{fault.error_type}: {fault.message}", "status": fault.status}
+                entry = {
+                    "model": model,
+                    "output_mode": mode,
+                    "fault": f"{fault.error_type}: {fault.message}",
+                    "status": fault.status,
+                }
                 if fault.usage is not None:
                     entry["usage"] = fault.usage
                 entries.append(entry)
         if position < len(answered):
             entries.append(answered[position])
-    return [Attempt(index=first_index + i, model=model, output_mode=mode, **entry) for i, entry in enumerate(entries)]
+    attempts: list[Attempt] = []
+    for entry in entries:
+        entry["index"] = first_index + len(attempts)
+        attempts.append(_new_attempt(entry))
+    return attempts
 
 
 def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
@@ -246,12 +271,6 @@ def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
             return raw, part.tool_name
     texts = [part.content for part in response.parts if isinstance(part, TextPart)]
     return ("".join(texts) if texts else None), None
-
-
-def _cost(response: ModelResponse) -> float | None:
-    # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
-    cost = response.usage.cost
-    return float(cost) if cost is not None else None
 
 
 def feedback_errors(contents: Sequence[Any]) -> list[dict[str, Any]]:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
 log = get_logger(__name__)
+_new_usage = UsageNotes.__pydantic_validator__.validate_python
 
 
 class LLMInteractionManager:
@@ -191,9 +192,9 @@ class _Run:
             return None
         state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
         kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
-        settings = run_settings(self.manager.handler.model_settings, self.call.model_settings)
-        if settings is not None:
-            kwargs["model_settings"] = settings
+        system_settings = self.manager.handler.model_settings
+        if system_settings or self.call.model_settings:
+            kwargs["model_settings"] = run_settings(system_settings, self.call.model_settings)
         if self.call.retries is not None:
             kwargs["retries"] = {"output": self.call.retries}
         if budget is not None:
@@ -203,7 +204,8 @@ class _Run:
     def succeeded(self, step: _Step, output: Any, messages: Sequence[ModelMessage]) -> None:
         self._record(step, messages)
         self.output = output
-        self._finish(None)
+        self.error = None
+        self.done = True
 
     def failed(self, step: _Step, exc: Exception, messages: Sequence[ModelMessage]) -> None:
         attempts = self._record(step, messages)
@@ -223,17 +225,31 @@ class _Run:
         self._finish(error)
 
     def outcome(self) -> CallOutcome:
-        _log_attempts(self.call, self.attempts)
-        # The last answer's raw text (a provider fault has none).
-        content = next((a.raw_output for a in reversed(self.attempts) if a.fault is None), None)
+        attempts = self.attempts
+        for attempt in attempts:
+            log.debug(
+                "task_attempt",
+                template=self.call.template,
+                attempt=attempt.index,
+                model=attempt.model,
+                valid=not attempt.errors and attempt.fault is None,  # `Attempt.valid`, spelled out
+                errors=len(attempt.errors or ()),
+                input_tokens=attempt.usage.input_tokens,
+                output_tokens=attempt.usage.output_tokens,
+            )
+        content = None  # the last answer's raw text (a provider fault has none)
+        for attempt in reversed(attempts):
+            if attempt.fault is None:
+                content = attempt.raw_output
+                break
         return CallOutcome(
             output=self.output if self.error is None else None,
             content=content,
-            attempts=self.attempts,
-            usage=_total(self.attempts),
+            attempts=attempts,
+            usage=_total(attempts),
             error=self.error,
             model=self.tried[-1] if self.tried else None,
-            models_tried=list(self.tried),
+            models_tried=self.tried,  # the run is over: its list is handed on, not copied
         )
 
     def _finish(self, error: TaskError | None) -> None:
@@ -265,25 +281,21 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
 
 def _total(attempts: list[Attempt]) -> UsageNotes:
     if len(attempts) == 1:  # the usual case: a copy, so the notes' total and the attempt's usage stay apart
-        return attempts[0].usage.model_copy()
+        usage = attempts[0].usage
+        # Validated from its fields, without `__init__`: a third of the cost of `model_copy()` (callgrind).
+        copy: UsageNotes = _new_usage(
+            {
+                "requests": usage.requests,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost": usage.cost,
+            }
+        )
+        return copy
     total = UsageNotes()
     for attempt in attempts:
         total = total + attempt.usage
     return total
-
-
-def _log_attempts(call: ModelCall, attempts: list[Attempt]) -> None:
-    for attempt in attempts:
-        log.debug(
-            "task_attempt",
-            template=call.template,
-            attempt=attempt.index,
-            model=attempt.model,
-            valid=attempt.valid,
-            errors=len(attempt.errors or ()),
-            input_tokens=attempt.usage.input_tokens,
-            output_tokens=attempt.usage.output_tokens,
-        )
 
 
 class _Seen(Exception):

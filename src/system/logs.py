@@ -61,18 +61,25 @@ class _Logger:
         self._name = name
         self._stdlib: Any = None
         self._proxy: Any = None
-        self._config: tuple[tuple[Any, ...], tuple[int, ...]] | None = None
+        self._config: dict[str, Any] | None = None
 
     def _target(self) -> Any:
         if structlog.is_configured():
             config = structlog.get_config()
-            values = tuple(config.values())
-            ids = tuple(map(id, values))  # `values` is kept below, so these ids stay those objects'
-            if self._config is None or self._config[1] != ids:
+            seen = self._config
+            # Spelled out, not a loop or a helper: every event runs this.
+            if (
+                seen is None
+                or config["processors"] is not seen["processors"]
+                or config["wrapper_class"] is not seen["wrapper_class"]
+                or config["logger_factory"] is not seen["logger_factory"]
+                or config["context_class"] is not seen["context_class"]
+                or config["cache_logger_on_first_use"] is not seen["cache_logger_on_first_use"]
+            ):
                 proxy = structlog.get_logger(self._name)
                 # Cached on first use: the bound logger itself (what the proxy would hand out each time).
                 self._proxy = proxy.bind() if config["cache_logger_on_first_use"] else proxy
-                self._config = (values, ids)
+                self._config = config  # kept, so the objects compared by identity stay alive
             return self._proxy
         if self._stdlib is None:
             self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
