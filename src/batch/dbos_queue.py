@@ -69,7 +69,7 @@ MAX_POLL = 1.0
 """The longest pause between two reads of the finished items, while none ends."""
 SWEEP = 10.0
 """Seconds between two look-ups of every waiting item by id (between them, only recent completions are read)."""
-MARGIN_MS = 2000
+MARGIN_MS = 500
 """How far before the latest completion seen the next read starts (a completion committed late is still read)."""
 
 # A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, settings).
