@@ -8,10 +8,11 @@ items/s (from its summary: from the first item queued to the last result read, n
 Also printed: each process's CPU per item (workers from `/proc`, the submitter's from `getrusage`,
 start-up included; Linux only), which shows where a shared machine's cores go: with 2 workers on 2
 cores, the submitter and the fake server share the cores the workers need. The fake server keeps
-connections alive, as a real provider does.
+connections alive, as a real provider does. A shared machine's noise moves one round's figures by
+10-20%: `--repeat N` rounds of 1 and 2 workers (alternating which goes first) give the median ratio.
 
-    python benchmarks/batch_dbos.py --db postgresql://postgres@127.0.0.1:5432/postgres [--items 2000]
-    [--concurrency 50] [--delay 0.05]   (without --db: a SQLite file, one machine only)
+    python benchmarks/batch_dbos.py --db postgresql://postgres@127.0.0.1:5432/postgres [--items 5000]
+    [--concurrency 50] [--delay 0.05] [--repeat 3]   (without --db: a SQLite file, one machine only)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,12 +89,43 @@ def _batch(extra: list[str], items: Path, templates: Path, env: dict[str, str], 
     return float(found[-1]), wall
 
 
+def _dbos_round(
+    count: int,
+    db: str,
+    items: Path,
+    templates: Path,
+    concurrency: int,
+    env: dict[str, str],
+    folder: Path,
+    server: subprocess.Popen[str],
+) -> dict[str, Any]:
+    """One batch through the DBOS queue with `count` workers: its items/s, wall time and CPU per item per process."""
+    per_item = 1000 / sum(1 for _ in items.open())  # seconds of CPU -> ms per item
+    workers = _workers(count, db, templates, concurrency, env, folder)
+    try:
+        started = [_cpu(w.pid) for w in workers], _children_cpu(), _cpu(server.pid)
+        rate, wall = _batch(["--engine", "dbos", "--db", db], items, templates, env, folder)
+        spent = [_cpu(w.pid) - s for w, s in zip(workers, started[0], strict=True)]
+        cpu = {
+            "workers": [round(seconds * per_item, 2) for seconds in spent],
+            "submitter": round((_children_cpu() - started[1]) * per_item, 2),
+            "fake_server": round((_cpu(server.pid) - started[2]) * per_item, 2),
+        }
+    finally:
+        for process in workers:
+            process.terminate()
+        for process in workers:
+            process.wait(timeout=60)
+    return {f"{count}_items_per_s": rate, f"{count}_wall_s": round(wall, 2), f"{count}_cpu_ms_per_item": cpu}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", help="the DBOS store (a postgresql:// URL; default: a SQLite file)")
-    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=50, help="items at once per worker (and local engine)")
     parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of 1 and 2 workers (the median is reported)")
     args = parser.parse_args()
     server, base_url = start_server(args.delay)
     report: dict[str, Any] = {"items": args.items, "concurrency_per_worker": args.concurrency, "delay_s": args.delay}
@@ -107,8 +140,7 @@ def main() -> None:
             items.write_text(
                 "".join(json.dumps({"id": f"i{n}", "text": f"item-{n}"}) + "\n" for n in range(args.items))
             )
-            db = args.db or str(folder / "queue.sqlite")
-            report["store"] = "postgresql" if db.startswith("postgres") else "sqlite"
+            report["store"] = "postgresql" if args.db else "sqlite"
             env = dict(os.environ, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-bench", PYDANTIC_AI_NO_BANNER="1")
             env["ATOMTASK_HOME"] = str(folder / "home")
             per_item = 1000 / args.items  # seconds of CPU -> ms per item
@@ -117,27 +149,22 @@ def main() -> None:
             report["local_items_per_s"] = local
             report["local_wall_s"] = round(local_wall, 2)
             report["local_cpu_ms_per_item"] = round((_children_cpu() - before) * per_item, 2)
+            rounds: list[dict[str, Any]] = []
+            for repetition in range(args.repeat):
+                # Alternate which goes first, so neither always runs on a store the other has just grown.
+                counts = (1, 2) if repetition % 2 == 0 else (2, 1)
+                figures: dict[str, Any] = {}
+                for count in counts:
+                    # SQLite: a new store each round, so no round runs on a store earlier rounds have grown.
+                    store = args.db or str(folder / f"queue-{repetition}-{count}.sqlite")
+                    figures.update(_dbos_round(count, store, items, templates, args.concurrency, env, folder, server))
+                figures["2_to_1"] = round(figures["2_items_per_s"] / figures["1_items_per_s"], 2)
+                rounds.append(figures)
+            report["dbos_rounds"] = rounds
             for count in (1, 2):
-                workers = _workers(count, db, templates, args.concurrency, env, folder)
-                try:
-                    started = [_cpu(w.pid) for w in workers], _children_cpu(), _cpu(server.pid)
-                    rate, wall = _batch(["--engine", "dbos", "--db", db], items, templates, env, folder)
-                    spent = [_cpu(w.pid) - s for w, s in zip(workers, started[0], strict=True)]
-                    report[f"dbos_{count}_cpu_ms_per_item"] = {
-                        "workers": [round(cpu * per_item, 2) for cpu in spent],
-                        "submitter": round((_children_cpu() - started[1]) * per_item, 2),
-                        "fake_server": round((_cpu(server.pid) - started[2]) * per_item, 2),
-                    }
-                finally:
-                    for process in workers:
-                        process.terminate()
-                    for process in workers:
-                        process.wait(timeout=60)
-                report[f"dbos_{count}_worker_items_per_s"] = rate
-                report[f"dbos_{count}_worker_wall_s"] = round(wall, 2)
-            report["dbos_2_to_1_workers"] = round(
-                report["dbos_2_worker_items_per_s"] / report["dbos_1_worker_items_per_s"], 2
-            )
+                rates = [figures[f"{count}_items_per_s"] for figures in rounds]
+                report[f"dbos_{count}_worker_items_per_s"] = statistics.median(rates)
+            report["dbos_2_to_1_workers"] = statistics.median(r["2_to_1"] for r in rounds)
             report["dbos_1_worker_to_local"] = round(report["dbos_1_worker_items_per_s"] / local, 3)
     finally:
         assert server.stdin is not None

@@ -109,3 +109,29 @@ print(json.dumps({"cancelled": cancelled, "statuses": statuses}))
     )
     assert ["waiting"] == found["cancelled"]
     assert {"taken": "PENDING", "waiting": "CANCELLED"} == found["statuses"]
+
+
+_COMMITS = """
+import json, sys
+import sqlalchemy as sa
+from atomtask.runs import engine
+from dbos._dbos import _get_dbos_instance
+
+engine.launch(engine.store_url(sys.argv[1]), flush_commits=sys.argv[2] == "flush")
+with _get_dbos_instance()._sys_db.engine.connect() as connection:
+    found = [connection.execute(sa.text(f"PRAGMA {name}")).scalar() for name in ("synchronous", "journal_mode")]
+print(json.dumps(found))
+"""
+
+
+def test_a_batch_process_commits_without_a_flush_each_and_a_run_with_one(tmp_path: Path) -> None:
+    """DBOS's own connections: WAL either way; `flush_commits=False` (batch) is synchronous=NORMAL, a run FULL."""
+    env = dict(os.environ, ATOMTASK_HOME=str(tmp_path / "home"))
+    found = {}
+    for mode in ("flush", "batch"):
+        argv = [sys.executable, "-c", _COMMITS, str(tmp_path / "store.sqlite"), mode]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert 0 == done.returncode, done.stderr
+        found[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [2, "wal"] == found["flush"]  # FULL: a run's checkpoint is on disk before its next step
+    assert [1, "wal"] == found["batch"]  # NORMAL: survives kill -9 (the batch kill tests), not a power cut

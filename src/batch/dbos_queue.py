@@ -238,7 +238,7 @@ class DbosBatchRun(BatchRun):
     async def _results(self) -> AsyncIterator[BatchItemResult]:
         assert self.batch_id is not None, "a DBOS batch has a batch id"
         self.started = time.monotonic()
-        await asyncio.to_thread(functools.partial(engine.launch, self.url, notification_poll=1.0))
+        await asyncio.to_thread(functools.partial(engine.launch, self.url, notification_poll=1.0, flush_commits=False))
         await configure_queue(self.queue_name, concurrency=self.global_concurrency, rpm=self.rpm)
         prefix = item_prefix(self.batch_id, self.target)
         by_id = {item.id: item for item in self.items}

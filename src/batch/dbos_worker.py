@@ -140,7 +140,8 @@ def run_worker(
         raise UsageError(f"`--concurrency` must be at least 1 and `--lease` over {BEAT:g} seconds (the heartbeat).")
     dbos_queue.serve(make_host)
     dbos_queue.warm(None)  # the templates load now, not in the first item (on DBOS's event loop)
-    engine.launch(url, listen=(queue,), notification_poll=1.0)  # items receive no messages
+    # Items receive no messages; a finished item is committed as the local engine records one.
+    engine.launch(url, listen=(queue,), notification_poll=1.0, flush_commits=False)
     asyncio.run(dbos_queue.configure_queue(queue, worker_concurrency=concurrency))
     stop = stop or threading.Event()
     executor_id = DBOS.executor_id

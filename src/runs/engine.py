@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import uuid
 from pathlib import Path
@@ -93,12 +94,18 @@ def serializer() -> Any:
     return _dbos().DBOSPortableJSONSerializer()
 
 
-def launch(url: str, *, listen: tuple[str, ...] = (), notification_poll: float = 0.1) -> None:
+def launch(
+    url: str, *, listen: tuple[str, ...] = (), notification_poll: float = 0.1, flush_commits: bool = True
+) -> None:
     """Launch DBOS on the store `url` in this process (once; again, after a shutdown, for another store).
 
     `listen` names more queues this process takes workflows from (a batch worker's queue), besides its own.
     `notification_poll`: seconds between two reads of DBOS messages on SQLite (an approval's `recv`
     waits at most that long); a batch process, which receives none, reads them less often.
+    `flush_commits=False` (batch processes): on a SQLite store, a commit returns before it is flushed to
+    disk (`synchronous=NORMAL` in WAL mode, as the local batch engine's record): it survives the process
+    being killed, not a power cut, and costs ~20 µs instead of ~300 µs of the write lock. PostgreSQL
+    stores are not affected.
 
     The caller registers its DBOS workflow functions first (`runs.durable` does, at import), as DBOS
     requires. Called from a thread without a running event loop (DBOS's launch is synchronous).
@@ -121,6 +128,9 @@ def launch(url: str, *, listen: tuple[str, ...] = (), notification_poll: float =
             "serializer": serializer(),
             "notification_listener_polling_interval_sec": notification_poll,
         }
+        if url.startswith("sqlite:///") and not flush_commits:
+            # DBOS opens its own connections: `sqlite3.connect(factory=...)` sets the pragma on each.
+            config["db_engine_kwargs"] = {"connect_args": {"factory": _UnflushedCommits}}
         try:
             if url.startswith("sqlite:///"):
                 _write_ahead(url.removeprefix("sqlite:///"))
@@ -186,15 +196,22 @@ def _store_error(url: str, exc: Exception) -> RunStoreError:
 def _write_ahead(path: str) -> None:
     """Put a SQLite store in WAL mode (kept in the file): a commit is one append, and `runs` reads while a run writes.
 
-    Commits stay synchronous (SQLite's default `synchronous=FULL`): a checkpoint is on disk before the next step.
+    Commits stay synchronous (SQLite's default `synchronous=FULL`): a checkpoint is on disk before the next step
+    (a batch process launches with `flush_commits=False`).
     """
-    import sqlite3
-
     connection = sqlite3.connect(path)
     try:
         connection.execute("PRAGMA journal_mode=WAL")
     finally:
         connection.close()
+
+
+class _UnflushedCommits(sqlite3.Connection):
+    """A SQLite connection whose commits are not flushed to disk one by one (WAL with `synchronous=NORMAL`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.execute("PRAGMA synchronous=NORMAL")
 
 
 def resume_queue() -> str:
