@@ -32,13 +32,12 @@ def rows():
 """
 
 
-def _run(script: str, tmp_path: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-c", _PRELUDE + script, str(tmp_path / "queue.sqlite")]
+def _run(script: str, tmp_path: Path, *args: str, prelude: str = _PRELUDE) -> Any:
+    argv = [sys.executable, "-c", prelude + script, str(tmp_path / "queue.sqlite"), *args]
     env = dict(os.environ, ATOMTASK_HOME=str(tmp_path / "home"))
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert 0 == done.returncode, done.stderr
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_enqueue_puts_every_item_on_the_queue_once_in_chunks(tmp_path: Path) -> None:
@@ -126,12 +125,6 @@ print(json.dumps(found))
 
 def test_a_batch_process_commits_without_a_flush_each_and_a_run_with_one(tmp_path: Path) -> None:
     """DBOS's own connections: WAL either way; `flush_commits=False` (batch) is synchronous=NORMAL, a run FULL."""
-    env = dict(os.environ, ATOMTASK_HOME=str(tmp_path / "home"))
-    found = {}
-    for mode in ("flush", "batch"):
-        argv = [sys.executable, "-c", _COMMITS, str(tmp_path / "store.sqlite"), mode]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
-        assert 0 == done.returncode, done.stderr
-        found[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+    found = {mode: _run(_COMMITS, tmp_path, mode, prelude="") for mode in ("flush", "batch")}
     assert [2, "wal"] == found["flush"]  # FULL: a run's checkpoint is on disk before its next step
     assert [1, "wal"] == found["batch"]  # NORMAL: survives kill -9 (the batch kill tests), not a power cut
