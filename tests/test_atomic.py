@@ -127,6 +127,27 @@ def test_inputs_are_coerced_as_pydantic_does() -> None:
     assert "parameter 'count'" in bad.error.message
 
 
+def test_inputs_of_plain_types_render_exactly_as_validated_inputs_do() -> None:
+    """Values of exactly their parameter's type are used as given; any other value still goes through validation."""
+    rec = Recorder(*["ok"] * 4)
+    system = TaskSystem(model=rec.model)
+    params = {"n": "int", "x": "float", "b": "bool", "s": ParamSpec(type="str", default="d")}
+    system.register(Template(name="p", params=params, instructions="{{n}} {{x}} {{b}} {{s}}"))
+    inputs: dict[str, Any] = {"n": 2, "x": 0.5, "b": False}
+    assert system.execute("p", inputs).ok
+    assert {"n": 2, "x": 0.5, "b": False} == inputs  # the caller's dict is left as it was (the default not added)
+    # `True` for an int, `1` for a float and for a bool: converted by the validator, as before.
+    assert system.execute("p", {"n": True, "x": 1, "b": 1, "s": "e"}).ok
+    assert ["2 0.5 false d", "1 1.0 true e"] == [user_text(messages) for messages, _ in rec.calls]
+    wrong = system.execute("p", {"n": 2, "x": 0.5, "b": True, "s": 3})
+    assert wrong.error is not None
+    assert FailureReason.INPUT_VALIDATION_FAILURE == wrong.error.reason
+    assert ["s"] == wrong.error.details["params"]
+    assert system.templates.compiled("p").plain_inputs is not None
+    system.register(Template(name="q", params={"items": "list[int]", "s": "str"}, instructions="{{items}} {{s}}"))
+    assert system.templates.compiled("q").plain_inputs is None  # a parameter that is not plain: always validated
+
+
 def test_template_not_found_suggests_near_names() -> None:
     """An unknown template name is a FAILED template_not_found with near names."""
     result = make_system(Recorder()).execute("extrct", {})

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 from atomtask.executors.caching import CacheChoice, CacheConfig, CachePlan, schema_fingerprint
+from atomtask.executors.inputs import validate_inputs
 from atomtask.executors.overrides import CallOverrides
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
@@ -27,12 +28,11 @@ from atomtask.handlers.blocking import run_blocking
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.template_registry import TemplateRegistry
-from atomtask.system.errors import TemplateNotFoundError, UsageError, did_you_mean
+from atomtask.system.errors import TemplateNotFoundError, UsageError
 from atomtask.system.logs import get_logger
 from atomtask.system.requests import SubtaskRequest
 from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system.templates import RepairMode, TemplateLimits
-from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -43,9 +43,8 @@ log = get_logger(__name__)
 T = TypeVar("T")
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
-# The models' validators, called directly on the happy path: the same validation as `TaskNotes(**fields)`
-# without the Python `__init__` around it (a third to a half of the cost of each; callgrind).
-_new_notes = TaskNotes.__pydantic_validator__.validate_python
+# The result's validator, called directly with the notes nested as a dict: the same validation as
+# `TaskResult(notes=TaskNotes(**fields), ...)` in one call, without the Python `__init__`s around it.
 _new_result = _Result.__pydantic_validator__.validate_python
 
 
@@ -53,6 +52,7 @@ _new_result = _Result.__pydantic_validator__.validate_python
 class _Prepared:
     call: ModelCall
     started: float
+    events: Any  # the task's logger, looked up once (`logs.current`) for all its events
     cache: CachePlan | None = None
 
 
@@ -214,7 +214,8 @@ class AtomicTaskExecutor:
             model = model if model is not None else name_or_request.model
         else:
             name = name_or_request
-        log.info("task_started", template=name)
+        events = log.current()
+        events.info("task_started", template=name)
         try:
             compiled = self.templates.compiled(name)
         except TemplateNotFoundError as exc:
@@ -240,7 +241,7 @@ class AtomicTaskExecutor:
                     details={"declared": declared, "expected": expect.__name__},
                 ),
             )
-        values = _validate_inputs(compiled, inputs or {})
+        values = validate_inputs(compiled, inputs or {})
         if isinstance(values, TaskError):
             return _failed(name, started, values)
         try:
@@ -290,42 +291,59 @@ class AtomicTaskExecutor:
             model_settings=settings,
         )
         if cache_policy is None:
-            return _Prepared(call=call, started=started)
+            return _Prepared(call=call, started=started, events=events)
         plan = self.cache.plan(call, cache_policy, self.manager.handler)
         hit = self.cache.lookup(plan, call, started)
-        return hit if hit is not None else _Prepared(call=call, started=started, cache=plan)
+        return hit if hit is not None else _Prepared(call=call, started=started, events=events, cache=plan)
 
     def _finish(self, prepared: _Prepared, outcome: CallOutcome) -> TaskResult[Any]:
         """The result of the call (stored in the response cache when it is COMPLETE and the cache is on)."""
         call = prepared.call
-        notes: TaskNotes = _new_notes(
-            {
-                "template": call.template,
-                "model": outcome.model or call.model.label,
-                "model_source": call.model.source,
-                "output_mode": call.mode.value if call.output_cls is not None else "text",
-                "duration_ms": (time.perf_counter() - prepared.started) * 1000,
-                "usage": outcome.usage,
-                "attempts": outcome.attempts,
-                "models_tried": outcome.models_tried,
-                "default_model_notice": call.model.notice,
-            }
-        )
+        model = outcome.model or call.model.label
+        duration_ms = (time.perf_counter() - prepared.started) * 1000
+        # Validated with the result (one validation for both).
+        notes = {
+            "template": call.template,
+            "model": model,
+            "model_source": call.model.source,
+            "output_mode": call.mode if call.output_cls is not None else "text",  # stored as its text
+            "duration_ms": duration_ms,
+            "usage": outcome.usage,
+            "attempts": outcome.attempts,
+            "models_tried": outcome.models_tried,
+            "default_model_notice": call.model.notice,
+        }
+        events = prepared.events
+        for attempt in outcome.attempts:
+            events.debug(
+                "task_attempt",
+                template=call.template,
+                attempt=attempt.index,
+                model=attempt.model,
+                valid=not attempt.errors and attempt.fault is None,  # `Attempt.valid`, spelled out
+                errors=len(attempt.errors or ()),
+                input_tokens=attempt.usage.input_tokens,
+                output_tokens=attempt.usage.output_tokens,
+            )
         if outcome.error is not None:
-            log.warning(
+            events.warning(
                 "task_failed",
                 template=call.template,
                 reason=outcome.error.reason.value,
                 attempts=len(outcome.attempts),
-                model=notes.model,
+                model=model,
             )
-            return _Result(status=TaskStatus.FAILED, content=outcome.content, notes=notes, error=outcome.error)
-        log.info(
+            failed: TaskResult[Any] = _new_result(
+                {"status": TaskStatus.FAILED, "content": outcome.content, "notes": notes, "error": outcome.error}
+            )
+            return failed
+        events.info(
             "task_completed",
             template=call.template,
             attempts=len(outcome.attempts),
-            model=notes.model,
-            duration_ms=round(notes.duration_ms, 2),
+            model=model,
+            # Rounded to 0.01 ms by arithmetic: `round(x, 2)` formats the number through its decimal digits.
+            duration_ms=int(duration_ms * 100 + 0.5) / 100,
         )
         result: TaskResult[Any] = _new_result(
             {"status": TaskStatus.COMPLETE, "content": outcome.content, "parsedContent": outcome.output, "notes": notes}
@@ -344,40 +362,3 @@ def _failed(name: str, started: float, error: TaskError) -> TaskResult[Any]:
     log.warning("task_failed", template=name, reason=error.reason.value, attempts=0)
     notes = TaskNotes(template=name, duration_ms=(time.perf_counter() - started) * 1000)
     return _Result(status=TaskStatus.FAILED, notes=notes, error=error)
-
-
-def _validate_inputs(compiled: CompiledTemplate, inputs: Mapping[str, Any]) -> dict[str, Any] | TaskError:
-    try:
-        # The validator builds a new dict and leaves its input alone: a dict needs no copy first.
-        values = compiled.inputs.validator.validate_python(inputs if type(inputs) is dict else dict(inputs))
-    except ValidationError as exc:
-        return _input_error(compiled, exc)
-    return {**compiled.defaults, **values} if compiled.defaults else values
-
-
-def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
-    template = compiled.template
-    declared = list(template.params)
-    problems: list[str] = []
-    params: list[str] = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        param = loc[0] if loc else "?"
-        params.append(param)
-        if err["type"] == "missing":
-            spec = template.params.get(param)
-            type_hint = f" ({spec.type})" if spec is not None else ""
-            problems.append(f"missing required parameter {param!r}{type_hint}")
-        elif err["type"] == "extra_forbidden":
-            problems.append(f"unknown parameter {param!r}.{did_you_mean(param, declared)}".rstrip("."))
-        else:
-            path = ".".join(loc)
-            problems.append(f"parameter {path!r}: {err['msg']} (got {err.get('input')!r})")
-    listing = ", ".join(declared) or "none"
-    return TaskError(
-        reason=FailureReason.INPUT_VALIDATION_FAILURE,
-        # A problem ending in "Did you mean 'x'?" takes no full stop after it.
-        message=f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}"
-        f"{'' if problems and problems[-1].endswith('?') else '.'} Declared parameters: {listing}.",
-        details={"params": sorted(set(params)), "errors": [str(p) for p in problems]},
-    )

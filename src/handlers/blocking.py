@@ -24,6 +24,8 @@ __all__ = ["run_blocking"]
 T = TypeVar("T")
 
 _workers: ThreadPoolExecutor | None = None
+# Per thread: whether a current event loop has been set on it (see `_thread_loop`).
+_this_thread = threading.local()
 _workers_lock = threading.Lock()
 
 
@@ -62,15 +64,21 @@ def _run_here(coro: Coroutine[Any, Any, T]) -> T:
 def _thread_loop() -> asyncio.AbstractEventLoop:
     """This thread's event loop, as pydantic-ai's `run_sync` finds it: the current one, else a new one set current."""
     try:
-        with warnings.catch_warnings():
-            # With no current loop, some Python versions warn here; the handling below is the same.
-            warnings.simplefilter("ignore", DeprecationWarning)
+        if getattr(_this_thread, "loop_set", False):
+            # A loop has been set current on this thread (by the first call here, or by the application
+            # before it): `get_event_loop` no longer warns, so the warning filters are left alone.
             loop: asyncio.AbstractEventLoop | None = asyncio.get_event_loop()
-    except RuntimeError:  # a thread other than the main one, with no loop set
+        else:
+            with warnings.catch_warnings():
+                # With no current loop, some Python versions warn here; the handling below is the same.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                loop = asyncio.get_event_loop()
+    except RuntimeError:  # a thread other than the main one with no loop set, or the application set None
         loop = None
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
+    _this_thread.loop_set = True
     return loop
 
 

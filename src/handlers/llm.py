@@ -225,18 +225,7 @@ class _Run:
         self._finish(error)
 
     def outcome(self) -> CallOutcome:
-        attempts = self.attempts
-        for attempt in attempts:
-            log.debug(
-                "task_attempt",
-                template=self.call.template,
-                attempt=attempt.index,
-                model=attempt.model,
-                valid=not attempt.errors and attempt.fault is None,  # `Attempt.valid`, spelled out
-                errors=len(attempt.errors or ()),
-                input_tokens=attempt.usage.input_tokens,
-                output_tokens=attempt.usage.output_tokens,
-            )
+        attempts = self.attempts  # each is logged (`task_attempt`) with the task's other events, by the executor
         content = None  # the last answer's raw text (a provider fault has none)
         for attempt in reversed(attempts):
             if attempt.fault is None:
@@ -260,7 +249,8 @@ class _Run:
         attempts = ledger_attempts(
             messages,
             model=step.choice.label,
-            mode=self.call.mode.value if self.call.output_cls is not None else "text",
+            # The member itself (a `StrEnum`): validation stores its text; `.value` is a Python-level descriptor.
+            mode=self.call.mode if self.call.output_cls is not None else "text",
             state=step.state,
             first_index=len(self.attempts) + 1,
         )

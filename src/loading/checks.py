@@ -54,6 +54,10 @@ class CompiledTemplate:
     instruction_placeholders: tuple[Placeholder, ...]
     model_settings: Mapping[str, Any] | None = None
     single_braces: tuple[SingleBrace, ...] = ()
+    # Parameter name -> type when every parameter is a plain `str`, `int`, `float` or `bool` (None otherwise),
+    # and the required names: inputs whose values have exactly those types are valid as they are.
+    plain_inputs: Mapping[str, type] | None = None
+    required_inputs: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -92,7 +96,13 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
         instruction_placeholders=tuple(instr_ph),
         model_settings=settings,
         single_braces=tuple(single_braces(template)),
+        plain_inputs=dict(annotations) if all(a in _PLAIN_TYPES for a in annotations.values()) else None,
+        required_inputs=frozenset(name for name, spec in template.params.items() if spec.required),
     )
+
+
+# Parameter types a value fits exactly when its type is the type itself (no coercion, no constraint).
+_PLAIN_TYPES = (str, int, float, bool)
 
 
 def _origin_location(template: Template, field: str) -> SourceLocation | None:

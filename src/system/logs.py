@@ -12,6 +12,9 @@ modules take their logger from `get_logger(__name__)` here instead of `structlog
   logger carries a `NullHandler`, as the logging HOWTO asks of libraries.
 
 Usage: `log = get_logger(__name__)` at module level, then `log.info("task_started", template=name)`.
+Code that emits several events for one short piece of work (a task: started, one per attempt,
+completed) takes `events = log.current()` once and calls `events.info(...)` on it: the configuration
+is looked up once for all of them.
 """
 
 from __future__ import annotations
@@ -84,6 +87,13 @@ class _Logger:
         if self._stdlib is None:
             self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
         return self._stdlib
+
+    def current(self) -> Any:
+        """The logger events go to now (structlog's, or the standard library's), with `debug` ... `exception`.
+
+        Hold it for one short piece of work only: it does not follow a later change of configuration.
+        """
+        return self._target()
 
     def debug(self, event: str, **data: Any) -> None:
         self._target().debug(event, **data)
