@@ -25,6 +25,7 @@ from atomtask.executors.overrides import CallOverrides
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.blocking import run_blocking
+from atomtask.handlers.ledger import usage_fields
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.template_registry import TemplateRegistry
@@ -48,7 +49,7 @@ _Result = TaskResult[Any]
 _new_result = _Result.__pydantic_validator__.validate_python
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
 class _Prepared:
     call: ModelCall
     started: float
@@ -308,7 +309,7 @@ class AtomicTaskExecutor:
             "model_source": call.model.source,
             "output_mode": call.mode if call.output_cls is not None else "text",  # stored as its text
             "duration_ms": duration_ms,
-            "usage": outcome.usage,
+            "usage": usage_fields(outcome.attempts),  # a new `UsageNotes`, apart from each attempt's
             "attempts": outcome.attempts,
             "models_tried": outcome.models_tried,
             "default_model_notice": call.model.notice,

@@ -126,7 +126,7 @@ class CacheConfig:
 
         A bad `cache=` (`"yes"`, `1`, `{"ttl": "soon"}`) raises `ConfigurationError` (the call fails with it).
         """
-        if isinstance(call, bool | None):
+        if call is None or call is True or call is False:
             on = call if call is not None else self.enabled
             if on is None:
                 return template if template is not None and template.enabled else None

@@ -39,7 +39,8 @@ def render(text: str, placeholders: Sequence[Placeholder], values: Mapping[str, 
     cursor = 0
     for ph in placeholders:
         pieces.append(text[cursor : ph.start])
-        pieces.append(format_value(_lookup(ph, values[ph.param])))
+        value = values[ph.param]
+        pieces.append(format_value(_lookup(ph, value) if ph.path else value))
         cursor = ph.end
     pieces.append(text[cursor:])
     return "".join(pieces)

@@ -54,6 +54,7 @@ __all__ = [
     "ledger_attempts",
     "remaining_limits",
     "run_state",
+    "usage_fields",
 ]
 
 # The model's validator, called directly for every answer: the same validation as `Attempt(**fields)`
@@ -259,6 +260,19 @@ def ledger_attempts(
         entry["index"] = first_index + len(attempts)
         attempts.append(_new_attempt(entry))
     return attempts
+
+
+def usage_fields(attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """What `attempts` used in all, as the fields of a new `UsageNotes` (validated where they are stored)."""
+    total = attempts[0].usage if attempts else UsageNotes()
+    for attempt in attempts[1:]:
+        total = total + attempt.usage
+    return {
+        "requests": total.requests,
+        "input_tokens": total.input_tokens,
+        "output_tokens": total.output_tokens,
+        "cost": total.cost,
+    }
 
 
 def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
