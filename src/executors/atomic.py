@@ -31,8 +31,9 @@ from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.template_registry import TemplateRegistry
 from atomtask.system.errors import TemplateNotFoundError, UsageError
 from atomtask.system.logs import get_logger
+from atomtask.system.records import record_builder
 from atomtask.system.requests import SubtaskRequest
-from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
+from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus, UsageNotes
 from atomtask.system.templates import RepairMode, TemplateLimits
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ log = get_logger(__name__)
 T = TypeVar("T")
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
-# The result's validator, called directly with the notes nested as a dict: the same validation as
-# `TaskResult(notes=TaskNotes(**fields), ...)` in one call, without the Python `__init__`s around it.
-_new_result = _Result.__pydantic_validator__.validate_python
+# Built from values atomtask typed itself, not validated again (`system.records`).
+_new_result = record_builder(_Result)
+_new_notes = record_builder(TaskNotes)
+_new_usage = record_builder(UsageNotes)
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
@@ -302,18 +304,19 @@ class AtomicTaskExecutor:
         call = prepared.call
         model = outcome.model or call.model.label
         duration_ms = (time.perf_counter() - prepared.started) * 1000
-        # Validated with the result (one validation for both).
-        notes = {
-            "template": call.template,
-            "model": model,
-            "model_source": call.model.source,
-            "output_mode": call.mode if call.output_cls is not None else "text",  # stored as its text
-            "duration_ms": duration_ms,
-            "usage": usage_fields(outcome.attempts),  # a new `UsageNotes`, apart from each attempt's
-            "attempts": outcome.attempts,
-            "models_tried": outcome.models_tried,
-            "default_model_notice": call.model.notice,
-        }
+        notes = _new_notes(
+            {
+                "template": call.template,
+                "model": model,
+                "model_source": call.model.source,
+                "output_mode": str(call.mode) if call.output_cls is not None else "text",  # (`.value` runs Python)
+                "duration_ms": duration_ms,
+                "usage": _new_usage(usage_fields(outcome.attempts)),  # a new one, apart from each attempt's
+                "attempts": outcome.attempts,
+                "models_tried": outcome.models_tried,
+                "default_model_notice": call.model.notice,
+            }
+        )
         events = prepared.events
         for attempt in outcome.attempts:
             events.debug(

@@ -23,6 +23,7 @@ import attrs
 import pydantic_core
 from atomtask.handlers.redact import redact
 from atomtask.system.provider_signals import report_rate_limited
+from atomtask.system.records import record_builder
 from atomtask.system.results import Attempt, Coercion, UsageNotes
 from atomtask.system.retry_policy import ProviderRetries
 from atomtask.system.templates import RepairMode, TemplateLimits
@@ -57,9 +58,9 @@ __all__ = [
     "usage_fields",
 ]
 
-# The model's validator, called directly for every answer: the same validation as `Attempt(**fields)`
-# without the Python `__init__` around it (a quarter to a third of the cost of each; callgrind).
-_new_attempt = Attempt.__pydantic_validator__.validate_python
+# Built from the values read here out of pydantic-ai's typed messages, not validated again (`system.records`).
+_new_attempt = record_builder(Attempt)
+_new_usage = record_builder(UsageNotes)
 
 _TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, ModelRequestTimeout)
 
@@ -212,13 +213,14 @@ def ledger_attempts(
                 "output_mode": mode,
                 "raw_output": raw,
                 "tool_name": tool,
-                # Its fields, validated with the attempt's (one validation, not two).
-                "usage": {
-                    "requests": 1,
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cost": float(cost) if cost is not None else None,
-                },
+                "usage": _new_usage(
+                    {
+                        "requests": 1,
+                        "input_tokens": usage.input_tokens,
+                        "output_tokens": usage.output_tokens,
+                        "cost": float(cost) if cost is not None else None,
+                    }
+                ),
                 # From the request's creation to the answer, provider retries included.
                 "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
             }

@@ -248,8 +248,7 @@ class _Run:
         attempts = ledger_attempts(
             messages,
             model=step.choice.label,
-            # The member itself (a `StrEnum`): validation stores its text; `.value` is a Python-level descriptor.
-            mode=self.call.mode if self.call.output_cls is not None else "text",
+            mode=str(self.call.mode) if self.call.output_cls is not None else "text",  # (`.value` runs Python code)
             state=step.state,
             first_index=len(self.attempts) + 1,
         )

@@ -69,16 +69,9 @@ class _Logger:
     def _target(self) -> Any:
         if structlog.is_configured():
             config = structlog.get_config()
-            seen = self._config
-            # Spelled out, not a loop or a helper: every event runs this.
-            if (
-                seen is None
-                or config["processors"] is not seen["processors"]
-                or config["wrapper_class"] is not seen["wrapper_class"]
-                or config["logger_factory"] is not seen["logger_factory"]
-                or config["context_class"] is not seen["context_class"]
-                or config["cache_logger_on_first_use"] is not seen["cache_logger_on_first_use"]
-            ):
+            # One comparison, in C: a value kept from a configuration is equal to itself (`is` first), and a
+            # new `structlog.configure(...)` or `reset_defaults()` brings new processors, classes or factories.
+            if config != self._config:
                 proxy = structlog.get_logger(self._name)
                 # Cached on first use: the bound logger itself (what the proxy would hand out each time).
                 self._proxy = proxy.bind() if config["cache_logger_on_first_use"] else proxy
