@@ -225,6 +225,36 @@ def test_agents_are_cached_across_calls() -> None:
     assert 1 == system.manager.agent_count()
 
 
+def test_each_template_sends_its_own_system_text_fixed_or_rendered() -> None:
+    """A fixed system text rides on its own cached Agent, a rendered one on each run; none leaks into another."""
+    rec = Recorder(*[{"name": "x"}] * 5)
+    system = make_system(rec, name="a", system="You are clerk A.")
+    system.register(
+        Template(
+            name="b",
+            params={"text": "str"},
+            system="You are clerk B.",
+            instructions="{{text}}",
+            output_format=OutputFormat(type="json", schema="Contact"),
+        )
+    )
+    system.register(
+        Template(
+            name="c",
+            params={"text": "str", "who": "str"},
+            system="You are {{who}}.",
+            instructions="{{text}}",
+            output_format=OutputFormat(type="json", schema="Contact"),
+        )
+    )
+    assert system.execute("a", {"text": "1"}).ok and system.execute("b", {"text": "2"}).ok
+    assert system.execute("c", {"text": "3", "who": "clerk C"}).ok
+    assert system.execute("c", {"text": "4", "who": "clerk D"}).ok and system.execute("a", {"text": "5"}).ok
+    sent = [info.instructions for _, info in rec.calls]
+    assert ["You are clerk A.", "You are clerk B.", "You are clerk C.", "You are clerk D.", "You are clerk A."] == sent
+    assert 3 == system.manager.agent_count()  # one per fixed text, one for the rendered ones
+
+
 def test_subtask_request_runs_like_a_name_and_inputs() -> None:
     """A SubtaskRequest carries the name and inputs of a task."""
     rec = Recorder({"name": "Zed"})

@@ -292,6 +292,7 @@ class AtomicTaskExecutor:
             fallbacks=fallbacks,
             repair=repair,
             model_settings=settings,
+            fixed_system=not compiled.system_placeholders,
         )
         if cache_policy is None:
             return _Prepared(call=call, started=started, events=events)

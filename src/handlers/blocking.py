@@ -31,15 +31,9 @@ _workers_lock = threading.Lock()
 
 def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion and return its value; never "This event loop is already running"."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:
-        # Not inside the `except`: a run there would carry the RuntimeError as the context of every
-        # exception raised and caught within it (pydantic-ai's and anyio's), which costs ~1% of a run.
+    # `asyncio._get_running_loop` (in asyncio's `__all__`, for code that must not fail without a loop)
+    # answers None where `get_running_loop` would raise: an exception per call costs ~3 us with cold caches.
+    if asyncio._get_running_loop() is None:
         return _run_here(coro)
     context = contextvars.copy_context()
     return _worker_pool().submit(context.run, _run_here, coro).result()

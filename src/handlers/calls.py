@@ -52,6 +52,8 @@ class ModelCall:
     repair: RepairMode = RepairMode.SAFE
     # The template's and the call's model settings, merged (the TaskSystem's go under them at run time).
     model_settings: dict[str, Any] | None = None
+    # The system text is the template's own, the same for every call (no placeholders): it goes on the Agent.
+    fixed_system: bool = False
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)

@@ -1,12 +1,13 @@
 """`LLMInteractionManager`: the only module that builds and runs pydantic-ai `Agent`s.
 
 One request in, one outcome out. Agents are cached by what changes them (the model, the output
-type and mode, the tracing); everything that varies per call (the rendered system text, the prompt, retries,
-limits, model settings) is passed to the run, where the model really receives it. Every pydantic-ai outcome is
-mapped to a `CallOutcome`: the validated output, or a `TaskError` with a fixed reason (the request
-and outcome types and that mapping live in `atomtask.handlers.calls`). The raw answer of every
-attempt and the usage are kept either way, read from the run's messages (`capture_run_messages`),
-because pydantic-ai's exceptions do not carry them.
+type and mode, the tracing, and a system text that is the same for every call of its template: run
+instructions cost pydantic-ai about 0.3% of a run); everything that varies per call (a rendered
+system text, the prompt, retries, limits, model settings) is passed to the run, where the model
+really receives it. Every pydantic-ai outcome is mapped to a `CallOutcome`: the validated output,
+or a `TaskError` with a fixed reason (the request and outcome types and that mapping live in
+`atomtask.handlers.calls`). The raw answer of every attempt and the usage are kept either way, read
+from the run's messages (`capture_run_messages`), because pydantic-ai's exceptions do not carry them.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class LLMInteractionManager:
     def _agent(self, call: ModelCall, choice: ModelChoice) -> Agent[RunState, Any]:
         spec = choice.spec
         model_key: Any = spec if isinstance(spec, str) else ("instance", id(spec))
-        key = (model_key, call.output_cls, call.mode, self.tracing)
+        fixed = call.system if call.fixed_system else None  # None: no instructions of its own (or the run's)
+        key = (model_key, call.output_cls, call.mode, self.tracing, fixed)
         cached = self._agents.get(key)
         if cached is not None:
             return cached[0]
@@ -107,6 +109,7 @@ class LLMInteractionManager:
                 output_type=output_spec(call.output_cls, call.mode),
                 # Shared by every template with this model and output, so named after the output.
                 name=f"atomtask:{call.output_cls.__name__ if call.output_cls is not None else 'text'}",
+                instructions=fixed,
                 deps_type=RunState,
                 capabilities=[_Reliability()],
                 model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
@@ -191,7 +194,9 @@ class _Run:
             self._finish(configuration_error(choice, exc))
             return None
         state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
-        kwargs: dict[str, Any] = {"instructions": self.call.system, "deps": state}
+        kwargs: dict[str, Any] = {"deps": state}
+        if not self.call.fixed_system:  # else the Agent holds the system text (`_agent`)
+            kwargs["instructions"] = self.call.system
         system_settings = self.manager.handler.model_settings
         if system_settings or self.call.model_settings:
             kwargs["model_settings"] = run_settings(system_settings, self.call.model_settings)

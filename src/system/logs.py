@@ -66,7 +66,11 @@ class _Logger:
         self._proxy: Any = None
         self._config: dict[str, Any] | None = None
 
-    def _target(self) -> Any:
+    def current(self) -> Any:
+        """The logger events go to now (structlog's, or the standard library's), with `debug` ... `exception`.
+
+        Hold it for one short piece of work only: it does not follow a later change of configuration.
+        """
         if structlog.is_configured():
             config = structlog.get_config()
             # One comparison, in C: a value kept from a configuration is equal to itself (`is` first), and a
@@ -81,28 +85,21 @@ class _Logger:
             self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
         return self._stdlib
 
-    def current(self) -> Any:
-        """The logger events go to now (structlog's, or the standard library's), with `debug` ... `exception`.
-
-        Hold it for one short piece of work only: it does not follow a later change of configuration.
-        """
-        return self._target()
-
     def debug(self, event: str, **data: Any) -> None:
-        self._target().debug(event, **data)
+        self.current().debug(event, **data)
 
     def info(self, event: str, **data: Any) -> None:
-        self._target().info(event, **data)
+        self.current().info(event, **data)
 
     def warning(self, event: str, **data: Any) -> None:
-        self._target().warning(event, **data)
+        self.current().warning(event, **data)
 
     def error(self, event: str, **data: Any) -> None:
-        self._target().error(event, **data)
+        self.current().error(event, **data)
 
     def exception(self, event: str, **data: Any) -> None:
         """An error event with the exception being handled (its traceback goes where logs go)."""
-        self._target().exception(event, **data)
+        self.current().exception(event, **data)
 
 
 def get_logger(name: str) -> _Logger:

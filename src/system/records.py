@@ -59,11 +59,11 @@ def record_builder(cls: type[M]) -> Callable[[dict[str, Any]], M]:
             ordered[name] = field.default
 
     def build(fields: dict[str, Any]) -> M:
-        values = ordered.copy()
-        values.update(fields)  # existing keys keep their place: the declared order, as validation gives
-        for name, factory in factories:
-            if name not in fields:
-                values[name] = factory()
+        values = {**ordered, **fields}  # a key keeps its first place: the declared order, as validation gives
+        if factories:
+            for name, factory in factories:
+                if name not in fields:
+                    values[name] = factory()
         record = _new(cls)
         _set(record, "__dict__", values)
         _set(record, "__pydantic_fields_set__", set(fields))
