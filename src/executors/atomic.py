@@ -25,7 +25,7 @@ from atomtask.executors.overrides import CallOverrides
 from atomtask.executors.rendering import RenderError, render
 from atomtask.handlers.base import ModelChoice
 from atomtask.handlers.blocking import run_blocking
-from atomtask.handlers.ledger import usage_fields
+from atomtask.handlers.ledger import usage_total
 from atomtask.handlers.llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading.checks import CompiledTemplate
 from atomtask.loading.template_registry import TemplateRegistry
@@ -33,7 +33,7 @@ from atomtask.system.errors import TemplateNotFoundError, UsageError
 from atomtask.system.logs import get_logger
 from atomtask.system.records import record_builder
 from atomtask.system.requests import SubtaskRequest
-from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus, UsageNotes
+from atomtask.system.results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system.templates import RepairMode, TemplateLimits
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ _Result = TaskResult[Any]
 # Built from values atomtask typed itself, not validated again (`system.records`).
 _new_result = record_builder(_Result)
 _new_notes = record_builder(TaskNotes)
-_new_usage = record_builder(UsageNotes)
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
@@ -312,7 +311,7 @@ class AtomicTaskExecutor:
                 "model_source": call.model.source,
                 "output_mode": str(call.mode) if call.output_cls is not None else "text",  # (`.value` runs Python)
                 "duration_ms": duration_ms,
-                "usage": _new_usage(usage_fields(outcome.attempts)),  # a new one, apart from each attempt's
+                "usage": usage_total(outcome.attempts),
                 "attempts": outcome.attempts,
                 "models_tried": outcome.models_tried,
                 "default_model_notice": call.model.notice,

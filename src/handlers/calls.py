@@ -62,7 +62,7 @@ class CallOutcome:
 
     output: Any
     content: str | None
-    attempts: list[Attempt]  # their usage in all: `ledger.usage_fields`
+    attempts: list[Attempt]  # their usage in all: `ledger.usage_total`
     error: TaskError | None = None
     model: str | None = None
     models_tried: list[str] = attrs.field(factory=list)

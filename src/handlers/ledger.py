@@ -55,7 +55,7 @@ __all__ = [
     "ledger_attempts",
     "remaining_limits",
     "run_state",
-    "usage_fields",
+    "usage_total",
 ]
 
 # Built from the values read here out of pydantic-ai's typed messages, not validated again (`system.records`).
@@ -264,17 +264,19 @@ def ledger_attempts(
     return attempts
 
 
-def usage_fields(attempts: Sequence[Attempt]) -> dict[str, Any]:
-    """What `attempts` used in all, as the fields of a new `UsageNotes` (validated where they are stored)."""
+def usage_total(attempts: Sequence[Attempt]) -> UsageNotes:
+    """What `attempts` used in all: a new `UsageNotes`, apart from each attempt's own."""
     total = attempts[0].usage if attempts else UsageNotes()
     for attempt in attempts[1:]:
         total = total + attempt.usage
-    return {
-        "requests": total.requests,
-        "input_tokens": total.input_tokens,
-        "output_tokens": total.output_tokens,
-        "cost": total.cost,
-    }
+    return _new_usage(
+        {
+            "requests": total.requests,
+            "input_tokens": total.input_tokens,
+            "output_tokens": total.output_tokens,
+            "cost": total.cost,
+        }
+    )
 
 
 def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:

@@ -28,11 +28,11 @@ from atomtask.handlers.calls import (
     errors_of_last_answer,
     map_error,
 )
-from atomtask.handlers.ledger import ProviderRetry, RunState, ledger_attempts, remaining_limits, usage_fields
+from atomtask.handlers.ledger import ProviderRetry, RunState, ledger_attempts, remaining_limits, usage_total
 from atomtask.handlers.repair import OutputRepair
 from atomtask.loading.providers import SDK_RETRYING_PROVIDERS, provider_of
 from atomtask.system.logs import get_logger
-from atomtask.system.results import Attempt, FailureReason, TaskError, UsageNotes
+from atomtask.system.results import Attempt, FailureReason, TaskError
 from atomtask.system.templates import OutputMode
 from pydantic import BaseModel
 from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["CallOutcome", "LLMInteractionManager", "ModelCall"]
 
 log = get_logger(__name__)
-_new_usage = UsageNotes.__pydantic_validator__.validate_python
 
 
 class LLMInteractionManager:
@@ -181,7 +180,8 @@ class _Run:
         if self.done or len(self.tried) >= len(self.models):
             return None
         choice = self.models[len(self.tried)]
-        budget = remaining_limits(self.call.limits, _total(self.attempts)) if self.call.limits is not None else None
+        limits = self.call.limits
+        budget = remaining_limits(limits, usage_total(self.attempts)) if limits is not None else None
         if isinstance(budget, str):
             self._finish(budget_error(self.call, choice, budget, self.attempts))
             return None
@@ -270,11 +270,6 @@ def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:
     if mode is OutputMode.PROMPTED:
         return PromptedOutput(output_cls)
     return ToolOutput(output_cls)
-
-
-def _total(attempts: list[Attempt]) -> UsageNotes:
-    total: UsageNotes = _new_usage(usage_fields(attempts))
-    return total
 
 
 class _Seen(Exception):

@@ -79,7 +79,7 @@ class _Logger:
                 proxy = structlog.get_logger(self._name)
                 # Cached on first use: the bound logger itself (what the proxy would hand out each time).
                 self._proxy = proxy.bind() if config["cache_logger_on_first_use"] else proxy
-                self._config = config  # kept, so the objects compared by identity stay alive
+                self._config = config  # kept, so the objects compared stay alive
             return self._proxy
         if self._stdlib is None:
             self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
