@@ -54,7 +54,7 @@ def start_server(delay: float) -> tuple[subprocess.Popen[str], str]:
 
 
 def openai_model(base_url: str) -> object:
-    from atomtask.testing.fake_server import _http_client
+    from atomtask.testing._server import _http_client
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.settings import ModelSettings
@@ -100,9 +100,8 @@ async def engine(base_url: str, texts: list[str], concurrency: int, db: Path | N
 
 def record_cost(items: int, folder: Path) -> float:
     """Microseconds to save one item's row (its own committed transaction), averaged over `items`."""
-    from atomtask.batch.record import BatchRecord
-    from atomtask.system.batch_results import BatchItemResult
-    from atomtask.system.results import TaskStatus
+    from atomtask import BatchItemResult, TaskStatus
+    from atomtask.batch._record import BatchRecord
 
     record = BatchRecord(folder / "cost.sqlite3")
     results = [BatchItemResult(id=str(i), status=TaskStatus.COMPLETE, output={"label": "x"}) for i in range(items)]

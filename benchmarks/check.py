@@ -9,7 +9,7 @@ ten templates. Measured two ways:
 - the `atomtask check DIR` command in a subprocess (CPU from `getrusage` of the child and of the
   helper process it starts, and wall time), which includes interpreter start-up and imports. The
   command imports pydantic-ai (~1 s, for the model profiles the P3xx rules read) in that helper,
-  while it reads and builds (`atomtask.lint.compat_process`), so the wall time is less than the CPU
+  while it reads and builds (`atomtask.lint._compat`), so the wall time is less than the CPU
   on two cores; a fully warm check starts no helper and imports neither pydantic-ai nor the checking
   code;
 - `atomtask.lint.check(DIR)` alone, after a warm-up, in a fresh interpreter per size

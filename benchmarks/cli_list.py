@@ -50,7 +50,7 @@ def main() -> None:
     library = [
         python,
         "-c",
-        "from atomtask.task_system import TaskSystem, bundled_templates_path\n"
+        "from atomtask import TaskSystem, bundled_templates_path\n"
         f"TaskSystem(templates=[{args.templates!r} or bundled_templates_path()]).templates.names()",
     ]
     bare_python = [python, "-c", "pass"]

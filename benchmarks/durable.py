@@ -63,7 +63,7 @@ def startup_ms() -> tuple[float, float]:
     code = (
         "import time, tempfile, sys\n"
         "t = time.perf_counter()\n"
-        "from atomtask.runs import durable, engine\n"
+        "from atomtask.runs import _durable as durable, _store as engine\n"
         "i = time.perf_counter()\n"
         "engine.launch(engine.store_url(tempfile.mkdtemp() + '/runs.sqlite'))\n"
         "print((i - t) * 1000, (time.perf_counter() - i) * 1000)\n"

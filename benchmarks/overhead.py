@@ -4,7 +4,8 @@ The same schema, the same system text and prompt, the same FunctionModel reply, 
 `TaskSystem.execute` and through a bare `Agent.run_sync`, interleaved so both see the same
 machine noise. Each repetition gives the ratio of the two medians, measured by the wall clock and
 by the process's CPU time (steadier on a shared machine); prints the median ratio over the
-repetitions and their spread (target: atomtask <= 1.03x).
+repetitions and their spread (target: atomtask <= 1.05x; its records are built through pydantic's public
+API, validated, rather than by writing model internals).
 
     python benchmarks/overhead.py [--runs 1000] [--repeat 5]
 
@@ -139,7 +140,7 @@ def main() -> None:
         spread = ", ".join(f"{r:.3f}" for r in sorted(ratios))
         print(
             f"ratio by {label:4s} (atomtask/bare): median {statistics.median(ratios):.3f}x  [{spread}]",
-            "(target <= 1.03x)",
+            "(target <= 1.05x)",
         )
     print(
         f"peak traced memory over 200 runs: atomtask {ours_peak / 1024:.0f} KiB, bare {bare_peak / 1024:.0f} KiB, "

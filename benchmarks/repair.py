@@ -40,9 +40,8 @@ from typing import Any
 
 import attrs
 import structlog
-from atomtask import OutputFormat, OutputMode, TaskSystem, Template
-from atomtask.handlers.json_scan import NUMBER_RE, scan
-from atomtask.system.templates import RepairMode
+from atomtask import OutputFormat, OutputMode, RepairMode, TaskSystem, Template
+from atomtask.handlers._json_scan import NUMBER_RE, scan
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_ai import Agent, PromptedOutput, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart

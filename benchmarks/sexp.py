@@ -20,7 +20,7 @@ from pathlib import Path
 
 import structlog
 from atomtask import TaskSystem
-from atomtask.sexp.reader import read
+from atomtask.sexp._reader import read
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel

@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from atomtask.testing import FakeProviderServer, Reply
-from atomtask.testing.fake_server import RecordedRequest, ServerReply
+from atomtask.testing import FakeProviderServer, RecordedRequest, Reply, ServerReply
 
 SCHEMAS = """\
 schemas:

@@ -47,6 +47,21 @@ def _reset_structlog() -> Iterator[None]:
     structlog.reset_defaults()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_dbos_left_running() -> Iterator[None]:
+    """A module that ran a durable run in this process shuts DBOS down after it.
+
+    DBOS's background threads draw from the global `random` (jitter) while they run, which a later
+    Hypothesis test in the same process would see change under its strategies.
+    """
+    yield
+    import sys
+
+    store = sys.modules.get("atomtask.runs._store")
+    if store is not None:
+        store.shutdown()
+
+
 @pytest.fixture
 def allow_model_requests() -> Iterator[None]:
     """Let real model classes send requests (to the local fake server only) within one test."""

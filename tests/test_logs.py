@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
-from atomtask.system.logs import get_logger
+from atomtask._logs import get_logger
 
 
 @pytest.fixture
@@ -47,10 +47,10 @@ def test_events_go_to_stdlib_logging_with_their_data_as_attributes(
     unconfigured_structlog: None, records: list[logging.LogRecord]
 ) -> None:
     """Unconfigured structlog: the event is the record's message and its data the record's attributes."""
-    get_logger("atomtask.executors.atomic").info("task_started", template="extract", attempt=2)
+    get_logger("atomtask.executors._atomic").info("task_started", template="extract", attempt=2)
 
     [record] = records
-    assert ("atomtask.executors.atomic", logging.INFO, "task_started") == (record.name, record.levelno, record.msg)
+    assert ("atomtask.executors._atomic", logging.INFO, "task_started") == (record.name, record.levelno, record.msg)
     assert ("extract", 2) == (record.__dict__["template"], record.__dict__["attempt"])
 
 
@@ -96,7 +96,7 @@ def test_exception_events_carry_the_traceback_to_logging(
 def test_a_configured_structlog_receives_the_events() -> None:
     """When structlog is configured (here by `capture_logs`), events go through its processors."""
     with structlog.testing.capture_logs() as captured:
-        get_logger("atomtask.executors.atomic").info("task_started", template="extract")
+        get_logger("atomtask.executors._atomic").info("task_started", template="extract")
 
     assert [{"event": "task_started", "template": "extract", "log_level": "info"}] == captured
 
@@ -132,7 +132,7 @@ def test_logging_basic_config_shows_the_events() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
 
     assert "" == done.stdout
-    assert "atomtask.executors.atomic task_started template=hello" in done.stderr.splitlines()
+    assert "atomtask.executors._atomic task_started template=hello" in done.stderr.splitlines()
 
 
 def test_every_module_logs_through_get_logger() -> None:
@@ -144,7 +144,7 @@ def test_every_module_logs_through_get_logger() -> None:
         str(path.relative_to(src))
         for path in sorted(src.rglob("*.py"))
         if "structlog.get_logger(" in path.read_text(encoding="utf-8")
-        and path.relative_to(src).as_posix() not in {"system/logs.py", "cli.py"}
+        and path.relative_to(src).as_posix() not in {"_logs.py", "cli/_main.py"}
     ]
 
     assert [] == offenders
@@ -153,7 +153,7 @@ def test_every_module_logs_through_get_logger() -> None:
 def test_a_new_structlog_configuration_takes_effect_for_loggers_already_used() -> None:
     """Loggers kept between events (cache_logger_on_first_use) follow a later `structlog.configure`."""
     saved = structlog.get_config()
-    log = get_logger("atomtask.executors.atomic")
+    log = get_logger("atomtask.executors._atomic")
     try:
         structlog.configure(
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING), cache_logger_on_first_use=True

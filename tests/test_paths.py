@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from atomtask.system.paths import atomtask_home
+from atomtask._paths import atomtask_home
 
 
 def test_atomtask_home_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

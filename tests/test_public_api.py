@@ -9,35 +9,30 @@ EXPECTED = [
     "ApprovalError",
     "AssociativeMatchResult",
     "AtomTaskError",
-    "AtomicTaskExecutor",
     "Attempt",
-    "BaseHandler",
     "BatchInputError",
-    "BatchItemError",
     "BatchItemResult",
     "BatchNotFoundError",
     "BatchRun",
     "CachePolicy",
+    "CasesFileError",
     "Coercion",
     "ConfigurationError",
     "CorruptCheckpointError",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
     "FailureReason",
-    "LLMInteractionManager",
     "MatchItem",
     "MemoryContext",
     "MemorySystem",
     "Migration",
     "MigrationError",
-    "ModelChoice",
-    "ModelRegistry",
     "OutputFormat",
     "OutputMode",
-    "OutputRepair",
     "ParamSpec",
     "PartialOutput",
     "ProviderRetries",
+    "RedactedInputsError",
     "RepairMode",
     "ResponseCache",
     "ResumeStepMissingError",
@@ -46,6 +41,7 @@ EXPECTED = [
     "RunInfo",
     "RunNotFoundError",
     "RunStateError",
+    "RunStoreError",
     "SchemaError",
     "SexpEvalError",
     "SexpSyntaxError",
@@ -53,6 +49,7 @@ EXPECTED = [
     "SexpWorkflowFailedError",
     "SourceLocation",
     "Step",
+    "StepStatus",
     "StepVisit",
     "SubtaskRequest",
     "TaskError",
@@ -66,17 +63,27 @@ EXPECTED = [
     "TemplateError",
     "TemplateLimits",
     "TemplateNotFoundError",
-    "TemplateRegistry",
     "TraceSettings",
     "UsageError",
     "UsageNotes",
     "Workflow",
+    "WorkflowBindingError",
+    "WorkflowControlError",
+    "WorkflowCycleError",
+    "WorkflowDataFlowError",
+    "WorkflowDeclarationError",
     "WorkflowError",
+    "WorkflowExpressionError",
     "WorkflowFailedError",
-    "WorkflowFailureReason",
-    "WorkflowRegistry",
+    "WorkflowMigrationError",
+    "WorkflowNameError",
+    "WorkflowNotFoundError",
+    "WorkflowParallelError",
+    "WorkflowPathError",
     "WorkflowResult",
+    "WorkflowTypeError",
     "__version__",
+    "bundled_templates_path",
 ]
 
 
@@ -93,7 +100,7 @@ def test_every_exported_name_exists() -> None:
 
 
 def test_failure_reasons_are_the_documented_set() -> None:
-    """The fixed set of failure reasons callers branch on."""
+    """The fixed set of failure reasons callers branch on: a task's, a workflow run's, a batch item's."""
     assert {
         "template_not_found",
         "input_validation_failure",
@@ -102,6 +109,11 @@ def test_failure_reasons_are_the_documented_set() -> None:
         "usage_limit_exceeded",
         "configuration_error",
         "unexpected_error",
+        "step_failed",
+        "state_validation_failure",
+        "expression_error",
+        "max_visits_exceeded",
+        "cancelled",
     } == {reason.value for reason in atomtask.FailureReason}
 
 
@@ -139,14 +151,37 @@ def test_run_errors_are_usage_errors_naming_their_run() -> None:
     assert issubclass(atomtask.RunError, atomtask.UsageError)
 
 
-def test_workflow_failure_reasons_are_the_documented_set() -> None:
-    """The fixed set of reasons a workflow run fails for."""
-    assert {
-        "input_validation_failure",
-        "step_failed",
-        "state_validation_failure",
-        "expression_error",
-        "max_visits_exceeded",
-        "usage_limit_exceeded",
-        "unexpected_error",
-    } == {reason.value for reason in atomtask.WorkflowFailureReason}
+def test_one_failure_record_for_tasks_workflow_runs_and_batch_items() -> None:
+    """`TaskResult.error`, `WorkflowResult.error`, `StepVisit.error` and `BatchItemResult.error` are one `TaskError`."""
+    for model in (atomtask.TaskResult, atomtask.WorkflowResult, atomtask.StepVisit, atomtask.BatchItemResult):
+        assert "TaskError | None" == str(model.model_fields["error"].annotation).replace(
+            "atomtask.system._results.", ""
+        )
+
+
+def test_machinery_users_never_build_is_importable_from_its_package_only() -> None:
+    """The manager, the handler, the executor and the registries come from their packages, not `atomtask`."""
+    from atomtask.executors import AtomicTaskExecutor
+    from atomtask.handlers import BaseHandler, LLMInteractionManager
+    from atomtask.loading import TemplateRegistry
+    from atomtask.schemas import ModelRegistry
+    from atomtask.workflows import WorkflowRegistry
+
+    for cls in (
+        AtomicTaskExecutor,
+        BaseHandler,
+        LLMInteractionManager,
+        TemplateRegistry,
+        ModelRegistry,
+        WorkflowRegistry,
+    ):
+        assert cls.__name__ not in atomtask.__all__
+        assert cls.__module__.rsplit(".", 1)[-1].startswith("_")
+
+
+def test_the_errors_module_is_public_and_holds_what_atomtask_exports() -> None:
+    """`atomtask.errors` is where every error lives; `atomtask` exports the same classes, not copies."""
+    from atomtask import errors
+
+    for name in ("TaskFailedError", "WorkflowNotFoundError", "RunStoreError", "RedactedInputsError"):
+        assert getattr(errors, name) is getattr(atomtask, name)

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from atomtask import TaskSystem
-from atomtask.task_system import bundled_templates_path
+from atomtask import TaskSystem, bundled_templates_path
 from atomtask.testing import scripted_model
 from pydantic import BaseModel
 

@@ -10,24 +10,24 @@ from typing import Any, assert_type
 import pytest
 from atomtask import (
     ConfigurationError,
+    FailureReason,
     Step,
+    TaskStatus,
     TaskSystem,
     Template,
     Workflow,
     WorkflowFailedError,
-    WorkflowFailureReason,
+    WorkflowNotFoundError,
     WorkflowResult,
+    bundled_templates_path,
 )
-from atomtask.system.results import TaskStatus
-from atomtask.system.workflow_errors import WorkflowNotFoundError
-from atomtask.task_system import bundled_templates_path
 from pydantic import BaseModel
 
 from tests.helpers import Recorder
 
 LIST_TEMPLATES = """
 import sys
-from atomtask.task_system import TaskSystem, bundled_templates_path
+from atomtask import TaskSystem, bundled_templates_path
 system = TaskSystem(templates=[bundled_templates_path()])
 assert system.templates.names()
 print(sorted(m for m in ("pydantic_ai", "openai", "anthropic") if m in sys.modules))
@@ -150,7 +150,7 @@ def test_an_unknown_workflow_or_model_raises_before_any_call(tmp_path: Path) -> 
 def test_run_inputs_that_do_not_fit_are_a_failed_result(tmp_path: Path) -> None:
     """Inputs that do not fit the state are a FAILED result (input_validation_failure), not an exception."""
     result = _rating_system(tmp_path, 9).run_workflow("rate_it", {"txt": "x"})
-    assert (TaskStatus.FAILED, WorkflowFailureReason.INPUT_VALIDATION_FAILURE) == (result.status, result.error.reason)
+    assert (TaskStatus.FAILED, FailureReason.INPUT_VALIDATION_FAILURE) == (result.status, result.error.reason)
     with pytest.raises(WorkflowFailedError, match="input_validation_failure"):
         result.unwrap()
 

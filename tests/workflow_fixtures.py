@@ -6,10 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from atomtask import TaskSystem, Template
-from atomtask.system.workflows import Workflow
-from atomtask.workflows.registry import WorkflowRegistry
-from atomtask.workflows.runner import WorkflowRunner
+from atomtask import TaskSystem, Template, Workflow
+from atomtask.workflows import WorkflowRegistry, WorkflowRunner
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -181,10 +179,9 @@ def triage() -> dict[str, Any]:
 
 
 def register(system: TaskSystem, *docs: dict[str, Any]) -> WorkflowRegistry:
-    """A registry over `system` with `docs` registered (in dependency order)."""
-    registry = WorkflowRegistry(system.templates, system.models)
-    registry.register_all(Workflow.model_validate(doc) for doc in docs)
-    return registry
+    """`system.workflows`, with `docs` registered (in dependency order)."""
+    system.workflows.register_all(Workflow.model_validate(doc) for doc in docs)
+    return system.workflows
 
 
 def runner(system: TaskSystem) -> WorkflowRunner:

@@ -17,19 +17,16 @@ from typing import TYPE_CHECKING
 from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from atomtask.lint.engine import CheckReport, check
-    from atomtask.lint.findings import RULES, Finding, Rule, Severity
+    from atomtask.lint._engine import check
+    from atomtask.lint._findings import RULES, CheckReport, Finding, Rule, Severity
 
-__all__ = ["RULES", "CheckReport", "Finding", "Rule", "Severity", "check"]
+__all__ = [
+    "RULES",
+    "CheckReport",
+    "Finding",
+    "Rule",
+    "Severity",
+    "check",
+]
 
-# Loaded on first use: the CLI imports `atomtask.lint.cli` to build its parser, which must stay light.
-_EXPORTS = {
-    "CheckReport": "atomtask.lint.engine",
-    "check": "atomtask.lint.engine",
-    "RULES": "atomtask.lint.findings",
-    "Finding": "atomtask.lint.findings",
-    "Rule": "atomtask.lint.findings",
-    "Severity": "atomtask.lint.findings",
-}
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
+__getattr__, __dir__ = lazy_exports(__name__, __file__, __all__)

@@ -1,7 +1,7 @@
 """The memory system: stored documents, and an atomic task that judges which are relevant to a query.
 
-The output schemas (`AssociativeMatchResult`, `MatchItem`) live in `atomtask.schemas.builtins`, since
-every `TaskSystem` registers them for the shipped templates; the rest loads on first use.
+`MemorySystem` and `MemoryContext` are exported from `atomtask` too; the output schemas
+(`AssociativeMatchResult`, `MatchItem`) are registered in every `TaskSystem` for the shipped templates.
 """
 
 from __future__ import annotations
@@ -11,36 +11,22 @@ from typing import TYPE_CHECKING
 from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from atomtask.memory.memory_system import MemorySystem
-    from atomtask.memory.results import Document, DroppedMatch, MemoryContext, PromptReport
-    from atomtask.memory.store import DocumentStore, default_memory_path, fts_query
-    from atomtask.schemas.builtins import AssociativeMatchResult, MatchItem
-
-_EXPORTS: dict[str, str] = {
-    "AssociativeMatchResult": "atomtask.schemas.builtins",
-    "Document": "atomtask.memory.results",
-    "DocumentStore": "atomtask.memory.store",
-    "DroppedMatch": "atomtask.memory.results",
-    "MatchItem": "atomtask.schemas.builtins",
-    "MemoryContext": "atomtask.memory.results",
-    "MemorySystem": "atomtask.memory.memory_system",
-    "PromptReport": "atomtask.memory.results",
-    "default_memory_path": "atomtask.memory.store",
-    "fts_query": "atomtask.memory.store",
-}
-
+    from atomtask.memory._memory import (
+        Document,
+        DocumentStore,
+        DroppedMatch,
+        PromptReport,
+        default_memory_path,
+        fts_query,
+    )
 
 __all__ = [
-    "AssociativeMatchResult",
     "Document",
     "DocumentStore",
     "DroppedMatch",
-    "MatchItem",
-    "MemoryContext",
-    "MemorySystem",
     "PromptReport",
     "default_memory_path",
     "fts_query",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
+__getattr__, __dir__ = lazy_exports(__name__, __file__, __all__)

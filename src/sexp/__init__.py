@@ -1,12 +1,8 @@
 """The S-expression front end: `defatom` / `defschema` / `defworkflow` declarations and scripts that call tasks.
 
-`reader` reads source text into located nodes (lark); `forms` reads declaration clauses; `defatom`
-and `defworkflow` turn declaration forms into the same `Template` / `SchemaDef` / `Workflow` the YAML
-loader produces; `evaluator` runs scripts against a `TaskSystem` (with the values of `values`, the
-builtins of `functions` and `operators`, the control forms of `control` and the loop of
-`director`); and `loading` reads `.sexp` files for `TaskSystem.load`.
+`_reader` reads source text into located nodes (lark); `_forms` reads declaration clauses and turns
+`defatom`/`defschema` forms into the same `Template` and `SchemaDef` YAML produces, `_defworkflow` the
+`defworkflow` form into a `Workflow`; `_builtins` holds the values and builtin functions scripts compute
+with, and `_evaluator` runs scripts against a `TaskSystem` (its control forms, the director loop) and
+reads `.sexp` files for `TaskSystem.load`. Its errors are in `atomtask.errors`.
 """
-
-from atomtask.sexp.errors import SexpEvalError, SexpSyntaxError, SexpTaskFailedError, SexpWorkflowFailedError
-
-__all__ = ["SexpEvalError", "SexpSyntaxError", "SexpTaskFailedError", "SexpWorkflowFailedError"]

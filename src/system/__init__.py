@@ -1,2 +1,7 @@
-"""The vocabulary: what users declare (`Template`, `OutputFormat`, requests, retry policy) and what they
-get back (`TaskResult`, `TaskError`, the error classes). Imports nothing else of atomtask."""
+"""The vocabulary: what users declare and get back, exported from `atomtask`.
+
+`_templates` (`Template`, `OutputFormat`, parameters, limits), `_workflows` (`Workflow`, `Step`,
+routes, escalation, migrations), `_options` (the request, the cache policy, provider retries,
+tracing settings) and `_results` (`TaskResult`, `WorkflowResult`, `BatchItemResult`). Imports
+nothing of atomtask but its errors.
+"""

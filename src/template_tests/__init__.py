@@ -2,7 +2,7 @@
 
 A cases file (`templates/tests/NAME.cases.yaml`) lists cases: inputs, the raw answers a model gave, and
 what the run must come to (the exact output, a predicate, a partial match, or a failure reason).
-`cases` reads them, `replay` runs them through `TaskSystem.execute` with a scripted model, `diffs`
-compares outputs, `report` prints them (and JUnit XML), `record` writes a real model's answers in,
-`cli` is the command.
+`_cases` reads them and checks their expectations against the output class, `_replay` runs them
+through `TaskSystem.execute` with a scripted model and reports them (text and JUnit XML), `_recording`
+writes a real model's answers in. The command is `atomtask.cli._test`.
 """

@@ -5,29 +5,29 @@ provider SDKs and pydantic-ai's adapters run unchanged; `scripted_model()` scrip
 `FunctionModel` without any HTTP. Importing this package imports neither `openai` nor `anthropic`.
 """
 
-from .fake_server import (
-    DelayedReply,
-    DisconnectReply,
-    EmptyReply,
-    ErrorReply,
-    FakeProviderServer,
-    RecordedRequest,
-    Reply,
-    ServerReply,
-    TextReply,
-    TokenUsage,
-    ToolCallReply,
-    TruncatedStreamReply,
-)
-from .scripted import (
-    ReplyFunction,
-    ScriptedCall,
-    ScriptedModel,
-    ScriptedReply,
-    ScriptError,
-    ScriptExhaustedError,
-    scripted_model,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from atomtask._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from atomtask.errors import ScriptError, ScriptExhaustedError
+    from atomtask.testing._replies import (
+        DelayedReply,
+        DisconnectReply,
+        EmptyReply,
+        ErrorReply,
+        RecordedRequest,
+        Reply,
+        ServerReply,
+        TextReply,
+        TokenUsage,
+        ToolCallReply,
+        TruncatedStreamReply,
+    )
+    from atomtask.testing._scripted import ReplyFunction, ScriptedCall, ScriptedModel, ScriptedReply, scripted_model
+    from atomtask.testing._server import FakeProviderServer
 
 __all__ = [
     "DelayedReply",
@@ -50,3 +50,5 @@ __all__ = [
     "TruncatedStreamReply",
     "scripted_model",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__, __all__)

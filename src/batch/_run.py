@@ -1,0 +1,186 @@
+"""The local batch engine: `BatchRun`, an async iterator of `BatchItemResult`s over asyncio tasks.
+
+At most `concurrency` items run at once (a semaphore bounds the tasks started). Each item waits on
+the `Pacer` (the shared pause after a 429, `rpm`, `tpm`), runs through `TaskSystem.execute_async` or
+`run_workflow_async`, is saved to the `BatchRecord` (when there is one) and only then counted and
+yielded, in completion order. Items already in the record for the same fingerprint and model are
+yielded first, as they were (`resumed=True`), and not run again; failed ones run again with
+`retry_failed=True`. `stop()` (Ctrl-C, the budget) stops taking items; the items in flight finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from atomtask._logs import get_logger
+from atomtask.batch._items import BatchItem
+from atomtask.batch._pacing import Pacer, reached
+from atomtask.batch._record import BatchRecord
+from atomtask.batch._target import BatchHost, BatchTarget
+from atomtask.handlers._budget import Budget
+from atomtask.handlers._ledger import rate_limit_listener
+from atomtask.system._options import NO_OPTIONS, CallOptions
+from atomtask.system._results import BatchItemResult, UsageNotes
+
+__all__ = ["BatchRun"]
+
+log = get_logger(__name__)
+
+
+class BatchRun:
+    """One batch: iterate it (`async for result in run`) to run it; read the counts as it goes and after.
+
+    Attributes:
+        batch_id: the record's key (None: nothing is recorded).
+        total: how many items the input holds.
+        done / failed: items finished COMPLETE / FAILED (resumed ones included); `failed_by` counts reasons.
+        resumed: items read from the record instead of run.
+        spent: the tokens and cost spent by this run (resumed items cost nothing).
+        stopped: why the batch stopped taking items early (the budget, an interrupt), else None.
+    """
+
+    def __init__(
+        self,
+        host: BatchHost,
+        target: BatchTarget,
+        items: Sequence[BatchItem],
+        *,
+        options: CallOptions = NO_OPTIONS,
+        concurrency: int = 8,
+        pacer: Pacer | None = None,
+        budget: Budget | None = None,
+        record: BatchRecord | None = None,
+        batch_id: str | None = None,
+        retry_failed: bool = False,
+        id_field: str = "id",
+        owns_record: bool = False,
+    ) -> None:
+        if concurrency < 1:
+            from atomtask.errors import ConfigurationError
+
+            raise ConfigurationError(f"`concurrency` must be at least 1, not {concurrency}.")
+        self.host, self.target, self.items = host, target, list(items)
+        self.options = options
+        self.concurrency = concurrency
+        self.pacer = pacer or Pacer()
+        self.budget = budget or Budget()
+        self.record, self.batch_id, self.retry_failed = record, batch_id, retry_failed
+        self.id_field = id_field
+        self._owns_record = owns_record  # closed when the iteration ends (`TaskSystem.batch` opened it)
+        self.total = len(self.items)
+        self.done = self.failed = self.resumed = 0
+        self.failed_by: Counter[str] = Counter()
+        self.stopped: str | None = None
+        self.started = time.monotonic()
+        self.finished_at: float | None = None
+
+    @property
+    def spent(self) -> UsageNotes:
+        """The `UsageNotes` spent by this run."""
+        return self.budget.used
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started (until it ended, once it has)."""
+        return (self.finished_at or time.monotonic()) - self.started
+
+    @property
+    def not_run(self) -> int:
+        """Items neither finished nor recorded (the batch stopped early, or is still running)."""
+        return self.total - self.done - self.failed
+
+    def stop(self, reason: str) -> None:
+        """Take no further items; the ones in flight finish and are recorded."""
+        if self.stopped is None:
+            self.stopped = reason
+            log.info("batch_stopping", batch=self.batch_id, reason=reason)
+
+    def __aiter__(self) -> AsyncIterator[BatchItemResult]:
+        return self._results()
+
+    def _count(self, result: BatchItemResult) -> None:
+        if result.ok:
+            self.done += 1
+        else:
+            self.failed += 1
+            self.failed_by[result.error.reason if result.error else "unknown"] += 1
+
+    async def _results(self) -> AsyncIterator[BatchItemResult]:
+        self.started = time.monotonic()
+        recorded: dict[str, BatchItemResult] = {}
+        if self.record is not None and self.batch_id is not None:
+            recorded = self.record.finished(self.batch_id, self.target.fingerprint, self.target.model)
+        pending: list[BatchItem] = []
+        for item in self.items:
+            found = recorded.get(item.id)
+            if found is None or (self.retry_failed and not found.ok):
+                pending.append(item)
+                continue
+            result = found.model_copy(update={"index": item.index, "resumed": True})
+            self.resumed += 1
+            self._count(result)
+            yield result
+        finished: asyncio.Queue[BatchItemResult | None] = asyncio.Queue()
+        token = rate_limit_listener.set(self.pacer.on_rate_limited)
+        try:
+            launcher = asyncio.create_task(self._launch(pending, finished))
+        finally:
+            rate_limit_listener.reset(token)
+        try:
+            while (finished_item := await finished.get()) is not None:
+                yield finished_item
+            await launcher  # re-raises what went wrong in it
+        finally:
+            if not launcher.done():
+                launcher.cancel()
+                await asyncio.gather(launcher, return_exceptions=True)
+            self.finished_at = time.monotonic()
+            if self._owns_record and self.record is not None:
+                self.record.close()
+
+    async def _launch(self, pending: list[BatchItem], finished: asyncio.Queue[BatchItemResult | None]) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
+        running: set[asyncio.Task[None]] = set()
+        try:
+            for item in pending:
+                if self.stopped is not None:
+                    break
+                await slots.acquire()
+                if self.stopped is not None:
+                    slots.release()
+                    break
+                task = asyncio.create_task(self._one(item, slots, finished))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            if running:
+                await asyncio.gather(*running)
+        finally:
+            for task in list(running):
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+            finished.put_nowait(None)
+
+    async def _one(self, item: BatchItem, slots: asyncio.Semaphore, finished: asyncio.Queue[Any]) -> None:
+        try:
+            taken = await self.pacer.before_item()
+            if self.stopped is not None:
+                return
+            result = await self.target.run(self.host, item.id, item.inputs, self.options, id_field=self.id_field)
+            result.index = item.index
+            if self.record is not None and self.batch_id is not None:
+                # Durable before it is counted or written out: a crash after this never pays for it again.
+                self.record.save(self.batch_id, self.target.fingerprint, self.target.model, result)
+            self._count(result)
+            self.budget.spend(result.usage)
+            stop = reached(self.budget)
+            if stop is not None:
+                self.stop(f"budget: {stop}")
+            finished.put_nowait(result)
+            await self.pacer.after_item(result.usage.total_tokens, taken)
+        finally:
+            slots.release()

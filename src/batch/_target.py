@@ -1,0 +1,243 @@
+"""What a batch runs: a template or a workflow by name, its fingerprint and model, and one item's run.
+
+The fingerprint is a SHA-256 of everything besides the model and the inputs that decides an item's
+answer: the declaration as registered (a template with its output schema; a workflow with the
+templates it names), the model settings as sent (the TaskSystem's under the batch's), and the
+endpoint (`base_url`). Editing the template, `--setting temperature=0.9` or `--base-url` makes a
+re-run run every item again; the model is the record's other key. `check_inputs` validates an
+item's inputs as the run would, so a bad line is refused before anything is paid.
+`BatchHost` is what the batch needs of `TaskSystem`, kept as a protocol so this layer sits below it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+import pydantic
+import pydantic_core
+from atomtask.errors import BatchInputError, did_you_mean, near_names
+from atomtask.system._options import CallOptions
+from atomtask.system._results import (
+    BatchItemResult,
+    FailureReason,
+    TaskError,
+    TaskResult,
+    TaskStatus,
+    UsageNotes,
+    WorkflowResult,
+)
+
+if TYPE_CHECKING:
+    from atomtask.executors._atomic import AtomicTaskExecutor
+    from atomtask.handlers._base import BaseHandler
+    from atomtask.loading._template_registry import TemplateRegistry
+    from atomtask.workflows._registry import WorkflowRegistry
+    from atomtask.workflows._runner import WorkflowRunner
+
+__all__ = ["BatchHost", "BatchTarget", "check_items", "resolve_target"]
+
+
+class BatchHost(Protocol):
+    """The parts of `TaskSystem` a batch uses."""
+
+    templates: TemplateRegistry
+    workflows: WorkflowRegistry
+    handler: BaseHandler
+
+    @property
+    def executor(self) -> AtomicTaskExecutor:
+        """`TaskSystem.executor`, which runs a template's items."""
+
+    @property
+    def runner(self) -> WorkflowRunner:
+        """`TaskSystem.runner`, which runs a workflow's items."""
+
+
+@attrs.frozen(kw_only=True)
+class BatchTarget:
+    """The template or workflow a batch runs, and what keys its record: `fingerprint` and `model`."""
+
+    name: str
+    kind: str  # "template" or "workflow"
+    fingerprint: str
+    model: str
+    accepted: frozenset[str]
+
+    async def run(
+        self,
+        host: BatchHost,
+        item_id: str,
+        inputs: Mapping[str, Any],
+        options: CallOptions,
+        *,
+        id_field: str = "id",
+    ) -> BatchItemResult:
+        """Run one item; a failure (even an unexpected exception) is a FAILED result with a reason.
+
+        The `id_field` names the item; it is an input only when the template or workflow declares it.
+        """
+        if id_field in inputs and id_field not in self.accepted:
+            inputs = {key: value for key, value in inputs.items() if key != id_field}
+        try:
+            if self.kind == "workflow":
+                compiled = host.workflows.compiled(self.name)
+                return from_workflow(item_id, await host.runner.run_async(compiled, inputs, options))
+            return from_task(item_id, await host.executor.execute_async(self.name, inputs, options))
+        except Exception as exc:
+            error = TaskError(reason=FailureReason.UNEXPECTED_ERROR, message=f"{type(exc).__name__}: {exc}")
+            return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error)
+
+    def input_problem(self, host: BatchHost, inputs: Mapping[str, Any], *, id_field: str = "id") -> str | None:
+        """What is wrong with an item's inputs (missing, unknown, mistyped) as the run would find it; None: nothing."""
+        if id_field in inputs and id_field not in self.accepted:
+            inputs = {key: value for key, value in inputs.items() if key != id_field}
+        if self.kind == "workflow":
+            from atomtask.system._results import TaskError
+            from atomtask.workflows._state import initial_state
+
+            found = initial_state(host.workflows.compiled(self.name), inputs)
+            if not isinstance(found, TaskError):
+                return None
+            return "; ".join(str(e) for e in (found.details or {}).get("errors", ())) or found.message
+        compiled = host.templates.compiled(self.name)
+        try:
+            compiled.inputs.validate_python(dict(inputs))
+        except pydantic.ValidationError as exc:
+            return _input_problems(exc, compiled.template.params)
+        return None
+
+    def inputs_listing(self, host: BatchHost) -> str:
+        """The inputs an item takes, `name (type)`, for a fix: a template's parameters, a workflow's run inputs."""
+        if self.kind == "workflow":
+            flow = host.workflows.compiled(self.name)
+            required = set(flow.required_inputs)
+            return ", ".join(f"{n}{'' if n in required else ' (optional)'}" for n in flow.run_inputs) or "none"
+        params = host.templates.compiled(self.name).template.params
+        return ", ".join(f"{n} ({p.type}{'' if p.required else ', optional'})" for n, p in params.items()) or "none"
+
+
+def check_items(
+    host: BatchHost,
+    target: BatchTarget,
+    items: Iterable[tuple[int, Mapping[str, Any]]],
+    *,
+    file: str,
+    id_field: str,
+    what: str = "Line",
+) -> None:
+    """Refuse the first item (line, inputs) whose inputs would fail validation: a `BatchInputError`, nothing run."""
+    listing: str | None = None
+    for line, inputs in items:
+        problem = target.input_problem(host, inputs, id_field=id_field)
+        if problem is None:
+            continue
+        listing = listing or target.inputs_listing(host)
+        stop = "" if problem.endswith((".", "?", "!")) else "."
+        raise BatchInputError(
+            f"{what} {line}: {problem}{stop}",
+            file=file,
+            line=line,
+            fix=f"Give every item the inputs of {target.kind} {target.name!r}: {listing}.",
+        )
+
+
+def _input_problems(exc: pydantic.ValidationError, params: Mapping[str, Any]) -> str:
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = [str(part) for part in err["loc"]]
+        field = loc[0] if loc else "?"
+        if err["type"] == "missing":
+            spec = params.get(field)
+            problems.append(f"missing input {field!r}" + (f" ({spec.type})" if spec is not None else ""))
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"unknown input {field!r}.{did_you_mean(field, list(params))}".rstrip("."))
+        else:
+            problems.append(f"input {'.'.join(loc)!r}: {err['msg']} (got {_short(err.get('input'))})")
+    return "; ".join(problems)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def from_task(item_id: str, result: TaskResult[Any]) -> BatchItemResult:
+    """A task's result as a batch item: the output in JSON form, its error whole, the attempts counted."""
+    return BatchItemResult(
+        id=item_id,
+        status=result.status,
+        output=pydantic_core.to_jsonable_python(result.parsedContent) if result.ok else None,
+        error=result.error,
+        usage=result.notes.usage,
+        attempts=len(result.notes.attempts),
+    )
+
+
+def from_workflow(item_id: str, result: WorkflowResult[Any]) -> BatchItemResult:
+    """A workflow run as a batch item: its final state as the output, its error whole, its requests as the attempts."""
+    return BatchItemResult(
+        id=item_id,
+        status=result.status,
+        output=pydantic_core.to_jsonable_python(result.state) if result.ok else None,
+        error=result.error,
+        usage=result.usage if isinstance(result.usage, UsageNotes) else UsageNotes(),
+        attempts=result.usage.requests,
+    )
+
+
+def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTarget:
+    """The template (first) or workflow `name`; a usage error with near names when it is neither.
+
+    The batch's `options` choose each template's model as a call's would (`resolve_options`); their model
+    settings (over the TaskSystem's) and the endpoint go into the fingerprint.
+    """
+    from atomtask.executors._atomic import resolve_options
+    from atomtask.executors._cache import schema_fingerprint  # memoised per class, shared with the cache
+
+    handler = host.handler
+
+    def label(template: str) -> str:
+        return resolve_options(options, host.templates.compiled(template), handler, host.executor.cache).model.label
+
+    sending = [{**(handler.model_settings or {}), **(options.model_settings or {})}, handler.base_url]
+    if name in host.templates:
+        compiled = host.templates.compiled(name)
+        template = compiled.template
+        material: Any = [template.model_dump(mode="json"), schema_fingerprint(compiled.output_cls), sending]
+        return BatchTarget(
+            name=name,
+            kind="template",
+            fingerprint=_digest(material),
+            model=label(name),
+            accepted=frozenset(template.params),
+        )
+    if name in host.workflows:
+        flow = host.workflows.compiled(name)
+        dumped = json.dumps(flow.workflow.model_dump(mode="json"), sort_keys=True, default=str)
+        used = [host.templates.get(t) for t in host.templates.names() if f'"{t}"' in dumped]
+        # each step's template's model, as a call chooses it; with no template, the TaskSystem's (or the default)
+        labels = sorted({label(t.name) for t in used} or {handler.choose_model(call=options.model).label})
+        return BatchTarget(
+            name=name,
+            kind="workflow",
+            fingerprint=_digest([dumped, [t.model_dump(mode="json") for t in used], sending]),
+            model=", ".join(labels),
+            accepted=frozenset(flow.run_inputs),
+        )
+    from atomtask.errors import TemplateNotFoundError
+
+    known = [*host.templates.names(), *host.workflows.names()]
+    raise TemplateNotFoundError(
+        f"No template or workflow named {name!r}.{did_you_mean(name, known)} "
+        f"Registered: {', '.join(sorted(known)) or 'none'}; load yours with `--templates PATH`.",
+        suggestions=near_names(name, known),
+    )
+
+
+def _digest(material: Any) -> str:
+    text = json.dumps(material, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,723 @@
+"""Every exception atomtask raises, in one place, and what its usage errors carry.
+
+```
+AtomTaskError
+ +-- UsageError                 the developer's declaration or call is wrong; raised before any model call
+ |    +-- TemplateError             a template: an undeclared placeholder, a bad parameter
+ |    +-- SchemaError               a schema: an unknown name, a bad type string
+ |    +-- ConfigurationError        settings: a model string, a provider package, a store
+ |    |    +-- DurableRunsUnavailableError, RunStoreError
+ |    +-- DuplicateNameError        a name already taken by another definition
+ |    +-- TemplateNotFoundError     (also a LookupError)
+ |    +-- WorkflowError             a workflow declaration, under its `atomtask check` code (E110-E120)
+ |    |    +-- WorkflowDeclarationError, WorkflowNameError (+ WorkflowNotFoundError), WorkflowExpressionError,
+ |    |        WorkflowPathError, WorkflowTypeError, WorkflowBindingError, WorkflowDataFlowError,
+ |    |        WorkflowControlError, WorkflowCycleError, WorkflowParallelError, WorkflowMigrationError
+ |    +-- RunError                  a durable run cannot go on as asked (carries `run_id`)
+ |    |    +-- MigrationError, RunNotFoundError, CorruptCheckpointError, ResumeStepMissingError,
+ |    |        ApprovalError, RunExistsError, RunStateError, RedactedInputsError
+ |    +-- BatchInputError, BatchNotFoundError, CasesFileError, SexpSyntaxError
+ +-- TaskFailedError            `TaskResult.unwrap()` on a FAILED result (carries the result)
+ +-- WorkflowFailedError        `WorkflowResult.unwrap()` on a FAILED run (carries the result)
+ +-- SexpEvalError              a script failed while it ran
+      +-- SexpTaskFailedError, SexpWorkflowFailedError
+ScriptError (a RuntimeError)    the scripted test model cannot answer
+ +-- ScriptExhaustedError
+```
+
+Two roots of trouble, as in pydantic-ai: a *usage* error means the developer's template, schema, file
+or call is wrong and is raised at load or registration time; a *run* failure (the model or provider
+failed) is not raised by `execute` but reported in a FAILED result, and only `unwrap()` turns it into
+an exception. Every class carries structured attributes (the location, near names, the run id, the
+result), and every message says the fix. Signals that never leave atomtask (an expression that
+cannot be evaluated at run time, a state write that does not validate) are private to their modules.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+if TYPE_CHECKING:
+    from atomtask.system._results import TaskResult, WorkflowResult
+
+__all__ = [
+    "WORKFLOW_ERROR_CODES",
+    "ApprovalError",
+    "AtomTaskError",
+    "BatchInputError",
+    "BatchNotFoundError",
+    "CasesFileError",
+    "ConfigurationError",
+    "CorruptCheckpointError",
+    "DuplicateNameError",
+    "DurableRunsUnavailableError",
+    "MigrationError",
+    "RedactedInputsError",
+    "ResumeStepMissingError",
+    "RunError",
+    "RunExistsError",
+    "RunNotFoundError",
+    "RunStateError",
+    "RunStoreError",
+    "SchemaError",
+    "ScriptError",
+    "ScriptExhaustedError",
+    "SexpEvalError",
+    "SexpSyntaxError",
+    "SexpTaskFailedError",
+    "SexpWorkflowFailedError",
+    "SourceLocation",
+    "TaskFailedError",
+    "TemplateError",
+    "TemplateNotFoundError",
+    "UsageError",
+    "WorkflowBindingError",
+    "WorkflowControlError",
+    "WorkflowCycleError",
+    "WorkflowDataFlowError",
+    "WorkflowDeclarationError",
+    "WorkflowError",
+    "WorkflowExpressionError",
+    "WorkflowFailedError",
+    "WorkflowMigrationError",
+    "WorkflowNameError",
+    "WorkflowNotFoundError",
+    "WorkflowParallelError",
+    "WorkflowPathError",
+    "WorkflowTypeError",
+    "did_you_mean",
+    "near_names",
+]
+
+
+@attrs.frozen(kw_only=True)
+class SourceLocation:
+    """Where a declaration came from: a file (or `<string>`), and a 1-based line and column."""
+
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file or "<string>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+
+def near_names(name: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """Known names close to `name`, best first, compared case-insensitively."""
+    by_folded: dict[str, str] = {}
+    for candidate in candidates:
+        by_folded.setdefault(candidate.lower(), candidate)
+    matches = difflib.get_close_matches(name.lower(), list(by_folded), n=n, cutoff=cutoff)
+    return [by_folded[m] for m in matches]
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """A ` Did you mean 'x'?` suffix, or an empty string when nothing is close."""
+    close = near_names(name, candidates)
+    if not close:
+        return ""
+    if len(close) == 1:
+        return f" Did you mean {close[0]!r}?"
+    return " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+class AtomTaskError(Exception):
+    """Base class of every exception atomtask raises."""
+
+
+class UsageError(AtomTaskError):
+    """The developer's declaration or call is wrong; raised before any model is called.
+
+    Attributes:
+        message: what is wrong and how to fix it.
+        location: where the offending declaration is, when it came from a file or source text.
+        suggestions: near names for "did you mean", best first.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: SourceLocation | None = None,
+        suggestions: Iterable[str] = (),
+    ) -> None:
+        self.message = message
+        self.location = location
+        self.suggestions = list(suggestions)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.location is None:
+            return self.message
+        return f"{self.location}: {self.message}"
+
+    def with_location(self, location: SourceLocation | None) -> UsageError:
+        """A copy of this error that points at `location` (kept when it already has one)."""
+        if self.location is not None or location is None:
+            return self
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.location = location
+        Exception.__init__(clone, clone._render())
+        return clone
+
+
+class TemplateError(UsageError):
+    """A template is invalid: an undeclared placeholder, a bad parameter, a malformed field."""
+
+
+class SchemaError(UsageError):
+    """A schema is invalid or cannot be resolved: an unknown name, a bad type string."""
+
+
+class ConfigurationError(UsageError):
+    """Settings are wrong: an unknown provider in a model string, a missing provider package."""
+
+
+class DuplicateNameError(UsageError):
+    """A template or schema name is already taken by a different definition."""
+
+
+class TemplateNotFoundError(UsageError, LookupError):
+    """No template is registered under the requested name."""
+
+
+class TaskFailedError(AtomTaskError):
+    """Raised by `TaskResult.unwrap()` on a FAILED result; the whole result rides along.
+
+    Attributes:
+        result: the failed `TaskResult`, with its error, raw outputs and usage.
+    """
+
+    def __init__(self, result: TaskResult[Any]) -> None:
+        self.result = result
+        error = result.error
+        detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
+        template = result.notes.template if result.notes is not None else "?"
+        super().__init__(f"Task {template!r} failed ({detail})")
+
+
+class WorkflowFailedError(AtomTaskError):
+    """Raised by `WorkflowResult.unwrap()` on a FAILED run; the whole result rides along.
+
+    Attributes:
+        result: the failed `WorkflowResult`, with its error, state, visits and usage.
+    """
+
+    def __init__(self, result: WorkflowResult[Any]) -> None:
+        self.result = result
+        error = result.error
+        at = f" at step {error.step!r}" if error is not None and error.step else ""
+        detail = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
+        super().__init__(f"Workflow {result.workflow!r} failed{at} ({detail})")
+
+
+class BatchInputError(UsageError):
+    """An input item cannot be read: the file, the line, what is wrong and the fix.
+
+    Attributes:
+        line: the 1-based line of the input (a CSV file's header is line 1).
+        fix: what to change.
+    """
+
+    def __init__(self, message: str, *, file: str, line: int | None, fix: str) -> None:
+        self.line = line
+        self.fix = fix
+        super().__init__(f"{message} {fix}", location=SourceLocation(file=file, line=line))
+
+
+class BatchNotFoundError(UsageError):
+    """`--resume BATCH_ID` names no batch in the record.
+
+    Attributes:
+        batch_id: the id asked for.
+    """
+
+    def __init__(self, batch_id: str, *, known: list[str], db: str) -> None:
+        self.batch_id = batch_id
+        listed = f" Recent batches: {', '.join(known[:5])}." if known else " The record holds no batches yet."
+        super().__init__(
+            f"No batch {batch_id!r} in {db!r}.{did_you_mean(batch_id, known)}{listed} "
+            "Run `atomtask batch NAME --input FILE` to start one (its id is printed in the summary)."
+        )
+
+
+class CasesFileError(UsageError):
+    """A cases file is wrong: malformed YAML, an unknown key, an unknown template, inputs that do not fit."""
+
+
+class ScriptError(RuntimeError):
+    """A scripted reply can't be given; raised out of the agent run that asked for it."""
+
+
+class ScriptExhaustedError(ScriptError):
+    """The model was asked for more replies than were scripted."""
+
+    def __init__(self, *, scripted: int) -> None:
+        self.scripted = scripted
+        super().__init__(
+            f"The scripted model was asked for reply #{scripted + 1}, but only {scripted} were scripted. "
+            "Add replies to `scripted_model(...)`."
+        )
+
+
+class RunError(UsageError):
+    """A durable run cannot go on as asked.
+
+    Attributes:
+        run_id: the run concerned.
+        fix: what to do about it (also at the end of the message), when there is one thing to do.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str,
+        fix: str | None = None,
+        location: SourceLocation | None = None,
+        suggestions: Iterable[str] = (),
+    ) -> None:
+        self.run_id = run_id
+        self.fix = fix
+        super().__init__(message, location=location, suggestions=suggestions)
+
+
+class MigrationError(RunError):
+    """A run's recorded state cannot become the current version's: no migration path, or it does not validate.
+
+    Attributes:
+        workflow: the workflow's name.
+        from_version: the version the run was recorded under (None: recorded without one).
+        to_version: the workflow's current version.
+        fields: the state fields at fault, each with pydantic's (or the migration's) message.
+        missing: the migration that is missing, as `(from, to)`, when a step of the chain is absent.
+        applied: the migrations applied before the state was found invalid (`1.0 -> 1.1`, ...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str,
+        workflow: str,
+        from_version: str | None,
+        to_version: str | None,
+        fields: Sequence[tuple[str, str]] = (),
+        missing: tuple[str | None, str | None] | None = None,
+        applied: Sequence[str] = (),
+        fix: str | None = None,
+        location: SourceLocation | None = None,
+    ) -> None:
+        self.workflow = workflow
+        self.from_version = from_version
+        self.to_version = to_version
+        self.fields = list(fields)
+        self.missing = missing
+        self.applied = list(applied)
+        super().__init__(message, run_id=run_id, fix=fix, location=location)
+
+
+class RunNotFoundError(RunError, LookupError):
+    """No run is recorded under this id.
+
+    Attributes:
+        store: where it was looked for (a file path, or a database URL without its password).
+    """
+
+    def __init__(self, run_id: str, store: str, *, suggestions: Iterable[str] = ()) -> None:
+        self.store = store
+        near = list(suggestions)
+        hint = f" Did you mean {' or '.join(repr(s) for s in near)}?" if near else ""
+        fix = "list the runs with `atomtask workflow runs` (and the same `--db`)"
+        super().__init__(
+            f"No run {run_id!r} in {store}.{hint} {fix[0].upper() + fix[1:]}, or start one with "
+            "`atomtask workflow run NAME --run-id ID`.",
+            run_id=run_id,
+            fix=fix,
+            suggestions=near,
+        )
+
+
+class CorruptCheckpointError(RunError):
+    """A run's recorded checkpoint cannot be read back (truncated, not JSON, a missing part).
+
+    Attributes:
+        step: the step whose checkpoint is broken, when known.
+        problem: what was wrong with it.
+    """
+
+    def __init__(self, run_id: str, step: str | None, problem: str) -> None:
+        self.step = step
+        self.problem = problem
+        at = f" at step {step!r}" if step else ""
+        fix = "restore the run store from a backup, or start the run again under a new `--run-id`"
+        super().__init__(
+            f"The checkpoint of run {run_id!r}{at} cannot be read ({problem}); the run was left as it is. "
+            f"{fix[0].upper() + fix[1:]}.",
+            run_id=run_id,
+            fix=fix,
+        )
+
+
+class ResumeStepMissingError(RunError):
+    """The step a run stopped at no longer exists in the workflow's current version.
+
+    Attributes:
+        workflow: the workflow's name.
+        step: the step id recorded in the run, gone now.
+        from_version, to_version: the recorded and the current versions.
+        steps: the current version's step ids.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        workflow: str,
+        step: str,
+        from_version: str | None,
+        to_version: str | None,
+        steps: Sequence[str],
+        suggestions: Iterable[str] = (),
+    ) -> None:
+        self.workflow = workflow
+        self.step = step
+        self.from_version = from_version
+        self.to_version = to_version
+        self.steps = list(steps)
+        near = list(suggestions)
+        hint = f" Did you mean {' or '.join(repr(s) for s in near)}?" if near else ""
+        fix = (
+            f'say where to continue in the migration: `migrations: [{{from: "{from_version}", to: "{to_version}", '
+            f"resume_at: {near[0] if near else 'STEP'}}}]`"
+        )
+        super().__init__(
+            f"Run {run_id!r} of workflow {workflow!r} stopped at step {step!r}, which version {to_version!r} no "
+            f"longer has.{hint} Steps now: {', '.join(steps)}. To resume it, {fix}.",
+            run_id=run_id,
+            fix=fix,
+            suggestions=near,
+        )
+
+
+class ApprovalError(RunError):
+    """A decision cannot be given: the run is not waiting for one (it finished, failed, or runs a task).
+
+    Attributes:
+        status: the run's status now (`COMPLETE`, `FAILED`, `RUNNING`, ...).
+        step: the step the run is at, when known.
+    """
+
+    def __init__(self, run_id: str, *, status: str, step: str | None = None) -> None:
+        self.status = status
+        self.step = step
+        at = f" at step {step!r}" if step is not None else ""
+        fix = "`atomtask workflow runs` shows which runs are WAITING"
+        super().__init__(
+            f"Run {run_id!r} is {status}{at}, not waiting for an approval; nothing was decided. {fix[0].upper()}"
+            f"{fix[1:]}.",
+            run_id=run_id,
+            fix=fix,
+        )
+
+
+class WorkflowError(UsageError):
+    """A workflow declaration is wrong; `code` is its `atomtask check` code.
+
+    Attributes:
+        workflow: the workflow's name, when known.
+        step: the id of the step at fault, when the mistake is in one step.
+    """
+
+    code: ClassVar[str] = "E110"
+    #: The rule's short name, for `atomtask check --explain`.
+    rule: ClassVar[str] = "workflow-invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: SourceLocation | None = None,
+        suggestions: Iterable[str] = (),
+        workflow: str | None = None,
+        step: str | None = None,
+    ) -> None:
+        self.workflow = workflow
+        self.step = step
+        super().__init__(message, location=location, suggestions=suggestions)
+
+
+class WorkflowDeclarationError(WorkflowError):
+    """E110: the workflow's shape is wrong (unknown key, duplicate step id, bad state, bad model string)."""
+
+    code = "E110"
+    rule = "workflow-invalid"
+
+
+class WorkflowNameError(WorkflowError):
+    """E111: a step names a task or a sub-workflow that is not registered."""
+
+    code = "E111"
+    rule = "workflow-unknown-name"
+
+
+class WorkflowNotFoundError(WorkflowNameError, LookupError):
+    """E111: no workflow is registered under the requested name."""
+
+
+class WorkflowExpressionError(WorkflowError):
+    """E112: an expression or placeholder is outside the language (syntax, function, `{{item}}` out of a loop).
+
+    Attributes:
+        offset: the 0-based offset in the expression text where the problem starts, when known.
+    """
+
+    code = "E112"
+    rule = "workflow-expression"
+    offset: int | None = None
+
+
+class WorkflowPathError(WorkflowError):
+    """E113: a `state.x.y` path (in a placeholder or an expression) names no field of the state."""
+
+    code = "E113"
+    rule = "workflow-state-path"
+
+
+class WorkflowTypeError(WorkflowError):
+    """E114: types do not fit: an input against a parameter, an output against a state field, an operator."""
+
+    code = "E114"
+    rule = "workflow-type"
+
+
+class WorkflowBindingError(WorkflowError):
+    """E115: a required parameter is unbound, an input or output names nothing, `collect` is misused."""
+
+    code = "E115"
+    rule = "workflow-binding"
+
+
+class WorkflowDataFlowError(WorkflowError):
+    """E116: a step reads a field that no earlier step has written on some path, and it has no default."""
+
+    code = "E116"
+    rule = "workflow-data-flow"
+
+
+class WorkflowControlError(WorkflowError):
+    """E117: a route or `on_failure` target does not exist, a step is unreachable, a route entry is dead."""
+
+    code = "E117"
+    rule = "workflow-control"
+
+
+class WorkflowCycleError(WorkflowError):
+    """E118: a cycle of steps has no `max_visits` bound, or a workflow runs itself as a sub-workflow."""
+
+    code = "E118"
+    rule = "workflow-unbounded-cycle"
+
+
+class WorkflowParallelError(WorkflowError):
+    """E119: two steps of one `parallel` group write the same state field."""
+
+    code = "E119"
+    rule = "workflow-parallel-conflict"
+
+
+class WorkflowMigrationError(WorkflowError):
+    """E120: a `migrations:` entry is wrong: a broken version chain, a field or step it names, a value, a `call`."""
+
+    code = "E120"
+    rule = "workflow-migration"
+
+
+#: Every workflow error class by its check code (the first class of each code).
+WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
+    cls.code: cls
+    for cls in (
+        WorkflowDeclarationError,
+        WorkflowNameError,
+        WorkflowExpressionError,
+        WorkflowPathError,
+        WorkflowTypeError,
+        WorkflowBindingError,
+        WorkflowDataFlowError,
+        WorkflowControlError,
+        WorkflowCycleError,
+        WorkflowParallelError,
+        WorkflowMigrationError,
+    )
+}
+
+
+class RunExistsError(RunError):
+    """`run` was given the id of a run that already exists; carries its `status`."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        self.status = status
+        fix = "give the new run another `--run-id`"
+        if status in ("PENDING", "WAITING", "FAILED"):
+            fix = f"resume it with `atomtask workflow resume {run_id}`, or {fix}"
+        super().__init__(
+            f"Run {run_id!r} already exists ({status}). {fix[0].upper()}{fix[1:]}.", run_id=run_id, fix=fix
+        )
+
+
+class RunStateError(RunError):
+    """The run cannot do what was asked in its current status (resume a run that has ended, ...)."""
+
+    def __init__(self, run_id: str, status: str, message: str) -> None:
+        self.status = status
+        super().__init__(message, run_id=run_id)
+
+
+class DurableRunsUnavailableError(ConfigurationError):
+    """Durable runs need the `durable` extra (DBOS), which is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Durable runs (run ids, resume) need DBOS: install the extra with `pip install 'atomtask[durable]'`."
+        )
+
+
+class RedactedInputsError(RunError):
+    """A run to resume needs the values of its `redact: true` fields again (they were never stored)."""
+
+    def __init__(self, run_id: str, missing: list[str]) -> None:
+        self.missing = list(missing)
+        given = " ".join(f"-i {name}=..." for name in self.missing)
+        fix = f"give them again: `atomtask workflow resume {run_id} {given}` (Python: `inputs=`)"
+        super().__init__(
+            f"Run {run_id!r} needs its redacted field(s) {', '.join(map(repr, self.missing))} again, which are "
+            f"never stored; {fix}.",
+            run_id=run_id,
+            fix=fix,
+        )
+
+
+class RunStoreError(ConfigurationError):
+    """The run store cannot be opened: a missing folder, a file that is no database, a server that does not answer.
+
+    Attributes:
+        store: the store's address (a file path, or a database URL without its password).
+        problem: what went wrong, in one line.
+        fix: what to do about it.
+    """
+
+    def __init__(self, store: str, problem: str, fix: str) -> None:
+        self.store = store
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"The run store {store} cannot be opened: {problem}. Fix: {fix}.")
+
+
+class SexpSyntaxError(UsageError):
+    """S-expression source that cannot be read: an unclosed `(`, a stray `)`, a bad string or escape."""
+
+
+class SexpEvalError(AtomTaskError):
+    """A script failed while being evaluated: an unbound symbol, a bad special form, a missing field.
+
+    Attributes:
+        message: what is wrong and how to fix it.
+        location: the file, line and column of the form being evaluated.
+    """
+
+    def __init__(self, message: str, *, location: SourceLocation | None = None) -> None:
+        self.message = message
+        self.location = location
+        super().__init__(f"{location}: {message}" if location is not None else message)
+
+
+class SexpTaskFailedError(SexpEvalError):
+    """`(unwrap r)` met a FAILED `TaskResult`; the whole result (error, raw outputs, usage) rides along.
+
+    Attributes:
+        result: the failed `TaskResult`.
+    """
+
+    def __init__(self, message: str, *, result: TaskResult[Any], location: SourceLocation | None = None) -> None:
+        self.result = result
+        super().__init__(message, location=location)
+
+
+class SexpWorkflowFailedError(SexpEvalError):
+    """`(unwrap r)` met a FAILED `WorkflowResult`; the whole run (error, state, step visits, usage) rides along.
+
+    Attributes:
+        result: the failed `WorkflowResult`.
+    """
+
+    def __init__(self, message: str, *, result: WorkflowResult[Any], location: SourceLocation | None = None) -> None:
+        self.result = result
+        super().__init__(message, location=location)
+
+
+# -- Signals inside atomtask ------------------------------------------------------------------------------
+# Raised and caught inside atomtask, never out of it: each becomes a usage error, a finding or a FAILED
+# result that says what happened. Two more live beside the code they signal through, because they must
+# subclass what they go through: the ledger's `EmptyAnswerError` (pydantic-ai's `ModelAPIError`, so its
+# retry machinery takes an empty answer as a provider fault) and a provider batch's `Captured` (a
+# `BaseException`, so nothing on its way catches it).
+
+
+class ExpressionRuntimeError(Exception):
+    """An expression could not be evaluated on this state (a null in arithmetic, a division by zero)."""
+
+
+class ExpressionTypeError(Exception):
+    """An expression's operands do not fit its operator; `offset` is where, in the expression text."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        self.message = message
+        self.offset = offset
+        super().__init__(message)
+
+
+class StateWriteError(Exception):
+    """A value did not fit its state field; carries the field, the value and pydantic's first message."""
+
+    def __init__(self, field: str, value: Any, problem: str) -> None:
+        self.field = field
+        self.value = value
+        self.problem = problem
+        text = repr(value)
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        super().__init__(f"`state.{field}` cannot be {shown}: {problem}")
+
+
+class ProblemReported(Exception):
+    """A workflow check noted a problem (to be reported with the others); the check that met it stops there."""
+
+
+class RenderError(Exception):
+    """A `{{param.field}}` path does not exist in the value given (reported as an input failure).
+
+    Attributes:
+        placeholder: the placeholder as written (`{{contact.emial}}`).
+        param: the parameter it reads.
+        missing: the field the value does not have.
+        available: the fields it has.
+    """
+
+    def __init__(self, placeholder: str, param: str, missing: str, available: Sequence[str]) -> None:
+        self.placeholder = placeholder
+        self.param = param
+        self.missing = missing
+        self.available = list(available)
+        listing = ", ".join(self.available) or "none"
+        super().__init__(
+            f"Placeholder {placeholder!r}: the value of {param!r} has no field {missing!r} (available: {listing})"
+        )

@@ -1,0 +1,172 @@
+"""`BaseHandler`: provider settings and the choice of model for each call.
+
+The model for a call is, in order: the one passed to the call, the template's, the TaskSystem's,
+the `ATOMTASK_MODEL` environment variable, then the embedded default (`atomtask:synthetic`, which
+answers offline with schema-valid made-up values) with a visible notice saying how to configure a
+real one. A `base_url` sends every model string whose pydantic-ai provider takes one to that
+endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none is refused with
+the reason. API keys are read by the provider SDKs from the environment; atomtask never stores or
+prints them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from atomtask.errors import ConfigurationError
+from atomtask.loading._providers import API_KEY_ENV, ATOMTASK_PROVIDER, check_model_string, provider_of
+from atomtask.system._options import ProviderRetries
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
+
+__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_NOTICE", "BaseHandler", "ModelChoice", "model_label"]
+
+DEFAULT_MODEL = "atomtask:synthetic"
+MODEL_ENV = "ATOMTASK_MODEL"
+DEFAULT_MODEL_NOTICE = (
+    "atomtask: no model configured, answering with the embedded synthetic model (atomtask:synthetic: made-up, "
+    "schema-valid values, no LLM). Set ATOMTASK_MODEL (e.g. openai-chat:gpt-4o-mini with OPENAI_API_KEY) "
+    "or pass --model."
+)
+
+# Providers whose pydantic-ai class names its endpoint differently.
+_BASE_URL_PARAMETER = {"litellm": "api_base", "azure": "azure_endpoint", "azure-responses": "azure_endpoint"}
+
+ModelSource = Literal["call", "template", "system", "environment", "default", "fallback"]
+
+
+@attrs.frozen(kw_only=True)
+class ModelChoice:
+    """The model chosen for one call, and why."""
+
+    spec: Model | str
+    label: str
+    source: ModelSource
+
+    @property
+    def notice(self) -> str | None:
+        return DEFAULT_MODEL_NOTICE if self.source == "default" else None
+
+
+def model_label(model: Model | str) -> str:
+    """A printable name for a model string or instance (`provider:name`)."""
+    if isinstance(model, str):
+        return model
+    name = model.model_name
+    return name if name.startswith(f"{model.system}:") else f"{model.system}:{name}"
+
+
+class BaseHandler:
+    """Holds the provider settings and the default model; builds the model for each call.
+
+    Args:
+        model: the default model, a pydantic-ai model string or `Model` instance.
+        base_url: the endpoint for every model string whose pydantic-ai provider takes one: an
+            OpenAI-compatible server for `openai-chat:` (Ollama, vLLM, llama.cpp, a proxy), e.g.
+            `http://localhost:11434/v1`, or `ollama:`, `anthropic:`, `groq:`, `mistral:`, `google:`,
+            `openrouter:`... A model string whose provider takes none fails with a `configuration_error`
+            saying so; model instances and the embedded models (`atomtask:synthetic`, `test`) have no
+            endpoint and are unaffected. Without it, the SDKs' own variables (`OPENAI_BASE_URL`,
+            `ANTHROPIC_BASE_URL`, `OLLAMA_BASE_URL`, ...) still apply.
+        model_settings: pydantic-ai `ModelSettings` (temperature, max_tokens, timeout, ...).
+        environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
+        provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model | str | None = None,
+        base_url: str | None = None,
+        model_settings: ModelSettings | None = None,
+        environ: Mapping[str, str] | None = None,
+        provider_retries: ProviderRetries | None = None,
+    ) -> None:
+        if isinstance(model, str):
+            check_model_string(model, where="the TaskSystem configuration")
+        self.model = model
+        self.base_url = base_url
+        self.model_settings = model_settings
+        self.provider_retries = provider_retries if provider_retries is not None else ProviderRetries()
+        self._environ = environ if environ is not None else os.environ
+        self._built: dict[str, Model] = {}
+        # The choice for `self.model`, made once per model (a frozen value every call may share).
+        self._system_choice: tuple[Model | str, ModelChoice] | None = None
+
+    def choose_model(self, *, call: Model | str | None = None, template: str | None = None) -> ModelChoice:
+        """Pick the model for one call: call, template, handler, `ATOMTASK_MODEL`, then the default."""
+        if call is not None:
+            if isinstance(call, str):
+                check_model_string(call, where="the call")
+            return ModelChoice(spec=call, label=model_label(call), source="call")
+        if template is not None:
+            return ModelChoice(spec=template, label=template, source="template")
+        if self.model is not None:
+            cached = self._system_choice
+            if cached is None or cached[0] is not self.model:  # `model` may be reassigned
+                choice = ModelChoice(spec=self.model, label=model_label(self.model), source="system")
+                cached = self._system_choice = (self.model, choice)
+            return cached[1]
+        env_model = self._environ.get(MODEL_ENV)
+        if env_model:
+            check_model_string(env_model, where=f"the `{MODEL_ENV}` environment variable")
+            return ModelChoice(spec=env_model, label=env_model, source="environment")
+        return ModelChoice(spec=DEFAULT_MODEL, label=DEFAULT_MODEL, source="default")
+
+    def build(self, choice: ModelChoice) -> Model | str:
+        """What to hand to pydantic-ai: the instance, the string, an embedded model, or a model wired to `base_url`.
+
+        Raises `ConfigurationError` for a `base_url` with a provider that takes none, and `ImportError`
+        when the provider's SDK is missing (both become a `configuration_error` result).
+        """
+        spec = choice.spec
+        if not isinstance(spec, str):
+            return spec
+        provider = provider_of(spec)
+        if provider != ATOMTASK_PROVIDER and (self.base_url is None or provider is None):
+            return spec
+        built = self._built.get(spec)
+        if built is None:
+            built = self._embedded(spec) if provider == ATOMTASK_PROVIDER else self._with_base_url(spec)
+            self._built[spec] = built
+        return built
+
+    @staticmethod
+    def _embedded(spec: str) -> Model:
+        from atomtask.handlers._synthetic import synthetic_model
+
+        return synthetic_model(spec.split(":", 1)[1])
+
+    def _with_base_url(self, spec: str) -> Model:
+        """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class)."""
+        from pydantic_ai.models import infer_model
+
+        provider_name = spec.split(":", 1)[0]
+        if provider_name.startswith("gateway/"):
+            from pydantic_ai.providers.gateway import gateway_provider
+
+            provider: Any = gateway_provider(provider_name.removeprefix("gateway/"), base_url=self.base_url)
+        else:
+            from pydantic_ai.providers import infer_provider_class
+
+            provider_class = infer_provider_class(provider_name)  # imports the SDK: ImportError if missing
+            parameters = inspect.signature(provider_class).parameters
+            keyword = _BASE_URL_PARAMETER.get(provider_name, "base_url")
+            if keyword not in parameters:
+                raise ConfigurationError(
+                    f"Model {spec!r} cannot take a `base_url`: pydantic-ai's {provider_class.__name__} for provider "
+                    f"{provider_name!r} always calls that provider's own endpoint. Drop `base_url` (`--base-url`), "
+                    "or, for an OpenAI-compatible server, name the model `openai-chat:<model>`."
+                )
+            arguments: dict[str, Any] = {keyword: self.base_url}
+            env = API_KEY_ENV.get(provider_name)
+            if env and self._environ.get(env) and "api_key" in parameters:
+                arguments["api_key"] = self._environ[env]
+            provider = provider_class(**arguments)
+        return infer_model(spec, provider_factory=lambda _name: provider)

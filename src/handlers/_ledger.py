@@ -1,0 +1,352 @@
+"""The ledger of one task: every attempt, repair and provider fault, and the budget left.
+
+`ProviderRetry` is a pydantic-ai capability that records every provider fault (HTTP 429/5xx,
+timeouts, refused or dropped connections, truncated streams) and retries a transient one with
+exponential backoff (honouring `Retry-After`) through the supported `RetryModelRequest` signal, up
+to `ProviderRetries.attempts` times. An answer that holds nothing (OpenAI `choices: []`, Anthropic
+`content: []`) is such a fault too (`EmptyAnswerError`), not a model that declined to answer.
+atomtask's capabilities sit on the cached Agent (a per-run capability costs ~10% of a run); what one
+run records goes into its `RunState`, passed as `deps`. Failed requests are not paid for (an empty
+answer may be: its usage stays in the ledger), but they are part of the ledger.
+
+Two things travel with every fault: its text goes through `redact` (provider errors sometimes echo
+part of the key they rejected), and a rate limit is told to `rate_limit_listener`, a context variable
+a batch sets so that one 429 slows every worker down (without a listener it costs nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, NoReturn
+
+import attrs
+import pydantic_core
+from atomtask.handlers._budget import Budget
+from atomtask.system._options import ProviderRetries
+from atomtask.system._results import Attempt, Coercion, UsageNotes
+from atomtask.system._templates import RepairMode, TemplateLimits
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRateLimitError,
+    ModelRequestTimeout,
+    ModelServerError,
+    ModelUnavailableError,
+    RetryModelRequest,
+)
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.usage import UsageLimits
+
+__all__ = [
+    "EmptyAnswerError",
+    "Fault",
+    "ProviderRetry",
+    "RunState",
+    "empty_answer_cause",
+    "feedback_errors",
+    "is_transient",
+    "ledger_attempts",
+    "rate_limit_listener",
+    "redact",
+    "remaining_limits",
+    "report_rate_limited",
+    "run_state",
+    "usage_total",
+]
+
+_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+# Shapes of provider keys that may appear even when the environment does not hold them.
+_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|sk-ant-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{20,})")
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` with every secret-looking environment value and key-shaped token replaced by `***`."""
+    env = os.environ if environ is None else environ
+    for name, value in env.items():
+        if len(value) >= 8 and _SECRET_ENV.search(name) and value in text:
+            text = text.replace(value, "***")
+    return _KEY_SHAPES.sub("***", text)
+
+
+rate_limit_listener: ContextVar[Callable[[float | None], None] | None] = ContextVar(
+    "atomtask_rate_limit_listener", default=None
+)
+"""Called with the provider's `Retry-After` (seconds, None when it gave none) on every rate-limited request."""
+
+
+def report_rate_limited(retry_after: float | None) -> None:
+    """Tell the current listener, if any, that the provider refused a request with a rate limit."""
+    listener = rate_limit_listener.get()
+    if listener is not None:
+        listener(retry_after)
+
+
+_TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError, ModelRequestTimeout)
+
+
+def is_transient(error: BaseException) -> bool:
+    """A provider fault worth retrying: rate limits, server errors, timeouts, connection trouble."""
+    return isinstance(error, _TRANSIENT)
+
+
+class EmptyAnswerError(ModelAPIError):
+    """The provider answered without any output: no `choices` (OpenAI), no `content` blocks (Anthropic)."""
+
+    def __init__(self, model: Model, cause: BaseException | None = None) -> None:
+        found = f" ({type(cause).__name__} reading it: {cause})" if cause is not None else ""
+        super().__init__(
+            model.model_name,
+            f"The provider's answer held no output: no `choices` or no `content`{found}. "
+            "This is usually a transient fault of the provider or of a proxy in front of it.",
+        )
+
+
+def empty_answer_cause(error: Exception) -> bool:
+    """`error` is pydantic-ai's adapter indexing into an answer that held nothing (`choices: []`).
+
+    Only an `IndexError` raised inside `pydantic_ai.models` counts, so a bug in a `FunctionModel`'s
+    function (user code) stays an unexpected error.
+    """
+    if not isinstance(error, IndexError):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("pydantic_ai.models.")
+
+
+@attrs.frozen(kw_only=True)
+class Fault:
+    """One model request that failed at the provider (no answer; nothing paid unless `usage` says so)."""
+
+    after_response: int
+    error_type: str
+    status: int | None
+    message: str
+    retried: bool
+    usage: UsageNotes | None = None
+
+
+@attrs.define(kw_only=True)
+class RunState:
+    """What one run records beyond its messages; passed as the run's `deps` to atomtask's capabilities."""
+
+    retries: ProviderRetries = attrs.field(factory=ProviderRetries)
+    repair: RepairMode = RepairMode.SAFE
+    repairs: dict[int, list[str]] = attrs.field(factory=dict)
+    coercions: dict[int, list[Coercion]] = attrs.field(factory=dict)
+    syntax_errors: dict[int, str] = attrs.field(factory=dict)
+    faults: list[Fault] = attrs.field(factory=list)
+
+
+def run_state(ctx: RunContext[Any], fallback: RunState) -> RunState:
+    """The run's own `RunState` when atomtask runs the agent, else the capability's."""
+    deps = ctx.deps
+    return deps if isinstance(deps, RunState) else fallback
+
+
+class ProviderRetry(AbstractCapability[Any]):
+    """A pydantic-ai capability: retry transient provider faults with backoff, and record every fault.
+
+    Retries go through pydantic-ai's `RetryModelRequest` signal, so the run stays on the same step
+    and the model never sees the failed attempt.
+    """
+
+    def __init__(self, retries: ProviderRetries | None = None) -> None:
+        self.state = RunState(retries=retries or ProviderRetries())
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        if empty_answer_cause(error):
+            await self._fault(ctx, EmptyAnswerError(request_context.model, error), cause=error)
+        await self._fault(ctx, error)
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
+            # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
+            usage = response.usage
+            paid = UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            await self._fault(ctx, EmptyAnswerError(request_context.model), usage=paid)
+        return response
+
+    async def _fault(
+        self,
+        ctx: RunContext[Any],
+        error: Exception,
+        *,
+        cause: BaseException | None = None,
+        usage: UsageNotes | None = None,
+    ) -> NoReturn:
+        """Record `error`; retry the request after the backoff if it is transient and retries are left, else raise."""
+        state = run_state(ctx, self.state)
+        answered = sum(isinstance(m, ModelResponse) for m in ctx.messages)
+        retry = sum(f.after_response == answered for f in state.faults) + 1
+        transient = (is_transient(error) or isinstance(error, EmptyAnswerError)) and retry <= state.retries.attempts
+        state.faults.append(
+            Fault(
+                after_response=answered,
+                error_type=type(error).__name__,
+                status=error.status_code if isinstance(error, ModelHTTPError) else None,
+                message=redact(str(error))[:500],
+                retried=transient,
+                usage=usage,
+            )
+        )
+        retry_after = error.retry_after if isinstance(error, ModelAPIError) else None
+        if isinstance(error, ModelRateLimitError):  # a batch slows all its workers down (no-op otherwise)
+            report_rate_limited(retry_after)
+        if not transient:
+            if cause is not None:
+                raise error from cause
+            raise error
+        delay = state.retries.delay(retry, retry_after)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        raise RetryModelRequest()
+
+
+def ledger_attempts(
+    messages: Sequence[ModelMessage],
+    *,
+    model: str,
+    mode: str,
+    state: RunState,
+    first_index: int = 1,
+) -> list[Attempt]:
+    """One `Attempt` per model response and per provider fault of one run, in the order they happened."""
+    answered: list[dict[str, Any]] = []
+    sent_at: datetime | None = None
+    # What a capability recorded, looked up only when it recorded anything (most answers need no repair).
+    recorded = bool(state.repairs or state.coercions or state.syntax_errors)
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            raw, tool = _raw_output(message)
+            usage = message.usage
+            # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
+            cost = usage.cost
+            entry: dict[str, Any] = {
+                "model": model,
+                "output_mode": mode,
+                "raw_output": raw,
+                "tool_name": tool,
+                "usage": UsageNotes(
+                    requests=1,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cost=float(cost) if cost is not None else None,
+                ),
+                # From the request's creation to the answer, provider retries included.
+                "duration_ms": (message.timestamp - sent_at).total_seconds() * 1000 if sent_at else None,
+            }
+            if recorded:
+                number = len(answered) + 1
+                entry["repairs"] = state.repairs.get(number, [])
+                entry["coercions"] = state.coercions.get(number, [])
+                entry["parse_error"] = state.syntax_errors.get(number)
+            answered.append(entry)
+        elif isinstance(message, ModelRequest):
+            sent_at = message.timestamp
+            if not answered:  # the first request: no answer to give feedback on
+                continue
+            # Validation feedback travels as a retried tool return (tool output) or a retry
+            # feedback part (text output); both carry `retry` info and the error details.
+            retried: list[Any] = []  # a loop, not a comprehension: no frame of its own (Python < 3.12)
+            for part in message.parts:
+                if getattr(part, "retry", None) is not None:
+                    retried.append(getattr(part, "content", None))
+            if retried:
+                answered[-1]["errors"] = feedback_errors(retried)
+    entries: list[dict[str, Any]] = answered if not state.faults else []
+    for position in range(len(answered) + 1 if state.faults else 0):
+        for fault in state.faults:
+            if fault.after_response == position:
+                entry = {
+                    "model": model,
+                    "output_mode": mode,
+                    "fault": f"{fault.error_type}: {fault.message}",
+                    "status": fault.status,
+                }
+                if fault.usage is not None:
+                    entry["usage"] = fault.usage
+                entries.append(entry)
+        if position < len(answered):
+            entries.append(answered[position])
+    attempts: list[Attempt] = []
+    for entry in entries:
+        entry["index"] = first_index + len(attempts)
+        attempts.append(Attempt(**entry))
+    return attempts
+
+
+def usage_total(attempts: Sequence[Attempt]) -> UsageNotes:
+    """What `attempts` used in all: a new `UsageNotes`, apart from each attempt's own."""
+    total = UsageNotes()
+    for attempt in attempts:
+        total = total + attempt.usage
+    return total
+
+
+def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            # Arguments exactly as the model sent them when they arrived as text.
+            raw = part.args if isinstance(part.args, str) else json.dumps(part.args, ensure_ascii=False)
+            return raw, part.tool_name
+    texts = [part.content for part in response.parts if isinstance(part, TextPart)]
+    return ("".join(texts) if texts else None), None
+
+
+def feedback_errors(contents: Sequence[Any]) -> list[dict[str, Any]]:
+    """The validation errors (or retry message) fed back to the model, as plain dicts."""
+    collected: list[dict[str, Any]] = []
+    for content in contents:
+        if not isinstance(content, list):
+            collected.append({"type": "retry", "loc": [], "msg": str(content)})
+            continue
+        for err in content:
+            item = {
+                "type": err.get("type", "error"),
+                "loc": list(err.get("loc", ())),
+                "msg": err.get("msg", ""),
+            }
+            if "input" in err:
+                item["input"] = pydantic_core.to_jsonable_python(err["input"], fallback=repr)
+            collected.append(item)
+    return collected
+
+
+def remaining_limits(limits: TemplateLimits | None, spent: UsageNotes) -> UsageLimits | str | None:
+    """pydantic-ai limits for the next run given what was `spent`; a description when one is used up."""
+    if limits is None:
+        return None
+    budget = Budget(limits=limits, used=spent)
+    reached = budget.exhausted()
+    if reached is not None:
+        return f"the `{reached}` limit of {getattr(limits, reached)} ({budget.spent(reached):g} used)"
+    left = budget.left()
+    cost = left["cost"]
+    return UsageLimits(
+        request_limit=_int(left["requests"]),
+        input_tokens_limit=_int(left["input_tokens"]),
+        output_tokens_limit=_int(left["output_tokens"]),
+        total_tokens_limit=_int(left["total_tokens"]),
+        cost_limit=Decimal(str(cost)) if cost is not None else None,
+    )
+
+
+def _int(value: float | int | None) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,508 @@
+"""What `atomtask check` reports: findings, each under a stable code documented by a `Rule`, in a `CheckReport`.
+
+The workflow codes E110-E120 (`atomtask check --explain E113`) take their code and rule name from the
+`WorkflowError` classes themselves, so a finding and its explanation cannot drift apart; here are
+their one-line summaries and examples, beside the rules of every other code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+import attrs
+from atomtask.errors import WORKFLOW_ERROR_CODES, SourceLocation
+
+__all__ = ["RULES", "WORKFLOW_RULE_TEXTS", "CheckReport", "Finding", "Rule", "Severity", "matches"]
+
+_TEXTS: dict[str, tuple[str, str]] = {
+    "E110": (
+        "a workflow's shape is wrong",
+        """
+An unknown or mistyped key, a step with none (or two) of `task`, `workflow` and `parallel`, a step id
+used twice, a state field with a bad type, a model string or model setting that is wrong.
+
+    steps:
+      - id: research
+        task: research_topic
+        retrys: 2        # E110 Invalid workflow 'article_writer': `steps.0.retrys`: unknown key; valid keys: id, ...
+""",
+    ),
+    "E111": (
+        "a step runs a task or sub-workflow that is not registered",
+        """
+The task (a template from YAML, `.sexp` or Python) or the sub-workflow must be registered before the
+workflow (load them from the same folders). A state `schema: Name` must name a registered schema.
+
+    - id: research
+      task: reseach_topic   # E111 ... task 'reseach_topic', which is not registered. Did you mean 'research_topic'?
+""",
+    ),
+    "E112": (
+        "an expression or placeholder is outside the expression language",
+        """
+Expressions (`when`, `route`, `set`, `for_each`) are a small, safe language: `state.x.y` paths, literals,
+comparisons, `and`/`or`/`not`, `in`, arithmetic and `len`; never Python. Placeholders are `{{state.x}}`
+(and `{{item}}` inside a `for_each` step).
+
+    route:
+      - {when: "score < 7", to: revise}   # E112 Unknown name 'score' ... Did you mean `state.score`?
+""",
+    ),
+    "E113": (
+        "a `state.x.y` path names no field of the state",
+        """
+Every path in a placeholder, an expression or an output mapping must exist in the state schema (and in
+the classes of its fields); the finding points at the path's column and suggests the near name.
+
+    route:
+      - {when: "state.scroe < 7", to: revise}   # E113 Unknown path `state.scroe` ... Did you mean `state.score`?
+""",
+    ),
+    "E114": (
+        "types do not fit: an input and its parameter, an output and its state field, an operator",
+        """
+A `str` field bound to an `int` parameter, an output stored in a field of another type, a `set` whose
+value does not fit, a `str` compared with a number, `for_each` over something that is not a list.
+Widening is fine (`int` into `float`).
+
+    inputs: {score: "{{state.topic}}"}   # E114 Step 'revise' passes {{state.topic}} (str) to parameter 'score' (int)
+""",
+    ),
+    "E115": (
+        "a required parameter is unbound, or an input or output names nothing",
+        """
+Every required parameter of the task must be bound under `inputs`, every input must be a parameter, and
+every `outputs` entry must name an output field of the task (`output: field` stores the whole answer).
+
+    outputs: {research: sumary}   # E115 ... 'sumary', which is not an output field ... Did you mean 'summary'?
+""",
+    ),
+    "E116": (
+        "a step reads a field that no step has written on some path to it",
+        """
+The data-flow check, per path through the routes: a field a step reads must be a run input, have a
+default, or be written by a step on every path before it (a skipped or failed-and-continued step does
+not count as writing).
+
+    # `research` has `when:`, so on the path where it is skipped nothing writes `state.research`:
+    - id: write
+      inputs: {notes: "{{state.research}}"}   # E116 Step 'write' reads `state.research` but on the path
+                                              # research (skipped) -> write no step has written it ...
+""",
+    ),
+    "E117": (
+        "a route target does not exist, a step is unreachable, or a route entry is never taken",
+        """
+Route and `on_failure: {to: ...}` targets must be step ids (or `end`); every step must be reachable from
+the first; an entry after one without `when` is dead.
+
+    route:
+      - {when: "state.score < 7", to: revse}   # E117 ... 'revse', which is not a step ... Did you mean 'revise'?
+""",
+    ),
+    "E118": (
+        "a cycle has no `max_visits` bound, or a workflow runs itself",
+        """
+Every loop of steps needs a bound, so a run always ends: `max_visits: N` on one step of the cycle (the
+run fails with `max_visits_exceeded` if it is reached). Workflows cannot run each other in a circle.
+
+    - id: revise
+      route: [{to: review}]   # E118 Steps review -> revise -> review form a cycle with no bound. Add `max_visits: N`
+""",
+    ),
+    "E119": (
+        "two steps of one `parallel` group write the same state field",
+        """
+The steps of a group run at once on the same state and join before the next step; two of them writing
+one field would make the result depend on timing. Write different fields and combine them after.
+
+    parallel:
+      - {id: a, task: summarize, inputs: {...}, output: summary}
+      - {id: b, task: summarize, inputs: {...}, output: summary}   # E119
+""",
+    ),
+    "E120": (
+        "a migration is wrong: its versions do not chain, or a field, value, step or function it names",
+        """
+`migrations` turn the state of a run recorded under an older `version` into the current one, on resume.
+Checked before any run: one migration per `from` version, chaining to the current `version` with no
+circle; the fields written (`rename` targets, `set`, `convert`) exist in the current state (or a later
+migration drops or renames them); a dropped or renamed field was not already removed by the migration
+before; `set` values fit their field; `resume_at` is a step; `call` imports from an `importable` package.
+
+    version: "1.2"
+    migrations:
+      - {from: "1.0", to: "1.1", rename: {title: headlne}}   # E120 ... writes `state.headlne` (`rename`), but the
+                                                             # state of the current version has no field ...
+      - {from: "1.1", to: "1.2", set: {score: high}}         # E120 ... sets `state.score` (int) to 'high' ...
+""",
+    ),
+}
+
+#: (code, rule name, summary, explanation) of each workflow code, in code order.
+WORKFLOW_RULE_TEXTS: list[tuple[str, str, str, str]] = [
+    (code, WORKFLOW_ERROR_CODES[code].rule, summary, explanation) for code, (summary, explanation) in _TEXTS.items()
+]
+
+
+class Severity(StrEnum):
+    """An error fails the check (and would fail at registration or on the first call); a warning fails it only
+    with `--strict`."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@attrs.frozen(kw_only=True)
+class Rule:
+    """One check: its stable code, severity, a one-line summary and an explanation with an example."""
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    explanation: str
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """One mistake or risk, where it is, and under which rule."""
+
+    code: str
+    severity: Severity
+    message: str
+    location: SourceLocation | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location
+        if loc is None:
+            return ("", 0, 0, self.code, self.message)
+        return (loc.file or "", loc.line or 0, loc.column or 0, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        loc = self.location
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": loc.file if loc else None,
+            "line": loc.line if loc else None,
+            "column": loc.column if loc else None,
+        }
+
+    def __str__(self) -> str:
+        where = str(self.location) if self.location is not None else "<unknown>"
+        return f"{where}: {self.code} {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class CheckReport:
+    """The findings of one check (sorted by file, line, column), and what was checked."""
+
+    findings: tuple[Finding, ...]
+    files: int
+    templates: int
+    schemas: int
+    workflows: int = 0
+    lenient: tuple[str, ...] = ()  # the templates that run `repair: lenient` (values read toward the schema)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.WARNING)
+
+    def failed(self, *, strict: bool = False) -> bool:
+        """Errors fail a check; warnings fail it only when `strict`."""
+        return self.errors > 0 or (strict and self.warnings > 0)
+
+
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
+    return Rule(code=code, name=name, severity=severity, summary=summary, explanation=explanation.strip("\n"))
+
+
+E, W = Severity.ERROR, Severity.WARNING
+
+_ALL = [
+    # -- E1xx: what registration rejects (the same code raises at `TaskSystem.load` / `register`) -----------
+    _rule(
+        "E101",
+        "unreadable-file",
+        E,
+        "a declaration file cannot be parsed or has the wrong shape",
+        """
+The file is not valid YAML (or S-expression, or JSON), or a mapping in it is neither a template nor a
+schema, or a key is unknown or has the wrong type.
+
+    name: greet
+    instructions: Say hi
+    retrys: 2            # E101 Invalid template 'greet': `retrys`: unknown key
+""",
+    ),
+    _rule(
+        "E102",
+        "template-error",
+        E,
+        "a template is invalid",
+        """
+A placeholder names no declared parameter, a placeholder is malformed, a `{{param.field}}` path does
+not exist in the parameter's schema, or a parameter default does not fit its type.
+
+    params: {text: str}
+    instructions: Summarise {{txt}}   # E102 ... is not a declared parameter. Did you mean 'text'?
+""",
+    ),
+    _rule(
+        "E103",
+        "schema-error",
+        E,
+        "a schema or type string is invalid or cannot be resolved",
+        """
+An unknown schema name (in `output_format.schema`, a parameter type or a field type), a bad type
+string, an option that does not apply to the field's type, a default that does not match.
+
+    output_format: {type: json, schema: Contct}   # E103 Unknown schema 'Contct'. Did you mean 'Contact'?
+""",
+    ),
+    _rule(
+        "E104",
+        "unknown-provider",
+        E,
+        "a model string names no provider pydantic-ai knows",
+        """
+Checked against the installed pydantic-ai's provider list, without importing any provider SDK.
+
+    model: opanai:gpt-4o    # E104 Unknown provider 'opanai'. Did you mean 'openai'?
+""",
+    ),
+    _rule(
+        "E105",
+        "duplicate-name",
+        E,
+        "two different templates or schemas share a name",
+        """
+Both locations are shown. Identical re-declarations are accepted, as at registration.
+
+    a.yaml:  name: summarize ...
+    b.yaml:  name: summarize ...   # E105 Template name 'summarize' is already registered at a.yaml:1:1
+""",
+    ),
+    _rule(
+        "E106",
+        "python-module",
+        E,
+        "a module named with `--python` cannot be imported",
+        """
+The module (or a template or schema it registers at import time) raised; the finding points at the
+line that raised.
+
+    atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
+""",
+    ),
+    # -- E110-E120: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
+    *(_rule(code, name, E, summary, text) for code, name, summary, text in WORKFLOW_RULE_TEXTS),
+    # -- W1xx: what is read but not taken (or not enforced) as written -------------------------------------------
+    _rule(
+        "W101",
+        "json-file-not-a-schema",
+        W,
+        "a `.json` file in a declarations folder is skipped: it is not a JSON Schema",
+        """
+A `.json` file is read as a JSON Schema named after the file. One holding an object with no JSON Schema
+keyword at all (no `type`, `properties`, `$ref`, `$schema`, `items`, `enum`, ...) is a data or
+configuration file, not a schema: it is skipped (`TaskSystem.load` logs `json_file_skipped`) rather
+than becoming a schema that accepts anything.
+
+    templates/settings.json:1:1: W101 'settings.json' is skipped: it holds a JSON object with no JSON Schema keyword
+""",
+    ),
+    _rule(
+        "W102",
+        "json-schema-keyword-ignored",
+        W,
+        "a JSON Schema keyword looks misspelt, or belongs to another draft: it is ignored, not enforced",
+        """
+JSON Schema ignores keywords it does not know, so the schema loads, but a misspelt keyword
+(`minimun`, `additonalProperties`, `type:`) or one of another draft than the schema's (`const` under
+draft-04, `dependencies` under 2020-12) constrains nothing. Vendor keywords (`x-...`, `_...`) and names
+far from every keyword (`javaType`, `tsType`) are not reported. `strict_schema: true` on the schema
+declaration refuses the schema instead; `--strict` fails the check.
+
+    {"type": "object", "additonalProperties": false}
+    # W102 JSON Schema 'Order': unknown keyword 'additonalProperties' at `/`. Did you mean 'additionalProperties'?
+""",
+    ),
+    _rule(
+        "W103",
+        "json-schema-format-unchecked",
+        W,
+        "a JSON Schema `format` is not checked: it is an annotation",
+        """
+`format` is enforced for the 2020-12 formats (`date`, `date-time`, `time`, `duration`, `email`,
+`idn-email`, `hostname`, `idn-hostname`, `ipv4`, `ipv6`, `uri`, `uri-reference`, `iri`, `iri-reference`,
+`uri-template`, `uuid`, `json-pointer`, `relative-json-pointer`, `regex`) and the OpenAPI formats with
+an obvious check (`int32`, `int64`, `float`, `double` on numbers; `byte`: base64 text). Any other
+format is an annotation, as JSON Schema says: the schema loads, values are not validated against it
+(`binary` and `password`, hints by definition, are not reported).
+Formats are case-sensitive (`URI` is not `uri`); a regular expression belongs in `pattern`.
+`strict_schema: true` on the schema declaration refuses the schema instead; `--strict` fails the check.
+
+    {"type": "string", "format": "URI"}
+    # W103 JSON Schema 'Link': `format` 'URI' at `/` is not one that is checked ... Did you mean 'uri'?
+""",
+    ),
+    # -- W2xx: prompt and template quality --------------------------------------------------------------------
+    _rule(
+        "W201",
+        "unused-param",
+        W,
+        "a declared parameter is used in neither `instructions` nor `system`",
+        """
+The caller must pass it (or it has a default) but the model never sees it.
+
+    params: {text: str, locale: str}
+    instructions: Summarise {{text}}      # W201 Parameter 'locale' ... is never used
+""",
+    ),
+    _rule(
+        "W202",
+        "input-not-in-instructions",
+        W,
+        "a required parameter appears only in `system`",
+        """
+A required input the instructions never mention: the task the model is asked to do does not include
+it, which usually means it was meant to be in the instructions.
+
+    params: {text: str, tone: str}
+    system: Write in a {{tone}} tone.
+    instructions: Summarise the document.   # W202 Required parameter 'text' ...
+""",
+    ),
+    _rule(
+        "W203",
+        "field-without-description",
+        W,
+        "an output field has no description",
+        """
+Field descriptions are what the model reads about each field (they go into the JSON Schema it gets).
+
+    fields:
+      - name: score
+        type: float                      # W203 Field 'score' of 'Review' has no description
+""",
+    ),
+    _rule(
+        "W204",
+        "reasoning-after-answer",
+        W,
+        "a reasoning field comes after the answer it should precede",
+        """
+Models write fields in order; reasoning written after the answer cannot inform it. Judged on the roles
+of the output's top-level fields (nested objects are not looked into): a reasoning field is a text field
+named like `reasoning`, `rationale`, `reason`, `explanation`, `thinking`, `justification` (or described
+as the reasoning); an answer field is a choice (enum, literal), a flag, a number, or a field named like
+`answer`, `verdict`, `label`, `category`, `score`. Free text such as `analysis` or `summary` is neither.
+
+    fields:
+      - {name: category, type: 'literal["bug", "feature"]'}
+      - {name: reasoning, type: str}     # W204 'reasoning' comes after 'category'
+""",
+    ),
+    _rule(
+        "W205",
+        "confusable-enum-values",
+        W,
+        "enum or literal values differ only by case or whitespace",
+        """
+The model picks one spelling at random; validation then accepts only the exact one.
+
+    type: literal["Bug", "bug ", "feature"]   # W205 'Bug' and 'bug ' differ only by case or whitespace
+""",
+    ),
+    # -- P3xx: provider compatibility, from what pydantic-ai does to the schema for the template's model --------
+    _rule(
+        "P301",
+        "output-mode-unsupported",
+        E,
+        "the model's profile does not support the template's output mode",
+        """
+pydantic-ai raises at call time (`Native structured output is not supported by this model.`).
+
+    model: anthropic:claude-3-haiku-20240307
+    output_format: {type: json, schema: Contact, mode: native}   # P301
+""",
+    ),
+    _rule(
+        "P302",
+        "schema-rejected",
+        E,
+        "pydantic-ai's schema transformer for the model rejects the output schema",
+        """
+For example a recursive schema under a provider whose transformer must inline every `$ref`.
+""",
+    ),
+    _rule(
+        "P303",
+        "not-strict",
+        W,
+        "the output schema is not strict-compatible, so the provider will not enforce it",
+        """
+pydantic-ai turns strict mode on only when the transformed schema is strict-compatible. OpenAI strict
+mode needs every property required, no `default`, and no `minLength`/`pattern`-like keywords on some
+endpoints; without it the answer is not constrained and a malformed one costs a retry.
+
+    fields:
+      - {name: email, type: "str?"}   # P303 (openai-chat:gpt-4o) 'email' is not required; has a default
+""",
+    ),
+    _rule(
+        "P304",
+        "keyword-dropped",
+        W,
+        "the provider's schema transformer drops a keyword of the output schema",
+        """
+The keyword never reaches the provider; validation still checks it, so answers that break it cost a
+retry. (Google, for example, drops `exclusiveMinimum`.)
+
+    fields:
+      - {name: score, type: float, gt: 0}   # P304 (google:gemini-2.5-flash) `exclusiveMinimum` dropped
+""",
+    ),
+    _rule(
+        "P305",
+        "constraint-in-description",
+        W,
+        "a constraint is moved into the description, not enforced",
+        """
+The transformer removes a constraint keyword and writes it into the field's description; the provider
+does not enforce it, the model merely reads it.
+
+    fields:
+      - {name: day, type: date}   # P305 (google:...) `format: date` moved into the description
+""",
+    ),
+    _rule(
+        "P306",
+        "dict-field-empty",
+        W,
+        "the provider drops `additionalProperties`, so a dict field comes back empty",
+        """
+A `dict[K, V]` field is an object whose keys are given by `additionalProperties`; a provider that drops
+it (or forces it to false) only allows `{}`. Use a list of key/value objects instead.
+
+    fields:
+      - {name: scores, type: "dict[str, int]"}   # P306
+""",
+    ),
+]
+
+RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}
+
+
+def matches(code: str, patterns: Iterable[str]) -> bool:
+    """Whether `code` is selected by any of `patterns` (a code, or a prefix such as `W2` or `P`)."""
+    return any(code.startswith(pattern.upper()) for pattern in patterns)

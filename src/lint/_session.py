@@ -1,0 +1,626 @@
+"""`CheckRun`: one check's registries and findings, each finding kept under the file it was found for.
+
+Errors come from the code that runs at registration (`TemplateRegistry.register` -> `compile_template`,
+`ModelRegistry.register`, `build_models`, model-string checks), so `check` and the runtime cannot
+disagree; unlike registration, one mistake does not stop the check. Registration stops at a template's
+first mistake; here the template is compiled once per concern (each parameter, each model string, the
+model settings, the output schema, each text with its placeholders), as a copy holding only that
+concern (`template_problems`). A schema is built with just the schemas it references (`closure`), so
+one broken schema does not hide another's mistakes. Workflows go through the checks
+`TaskSystem.load` runs (`workflow_problems`): every problem of every workflow rather than the first,
+a workflow declared twice with different contents is E105, and a step whose task is declared but
+invalid says so rather than calling the task unknown.
+
+Each finding is filed under the declaration file whose declaration produced it (`by_file`), which is
+what `_cache` stores per file; workflow findings, made across files, are filed under none and found
+again on every check. `check --python` imports the modules named (`myapp.tasks`, with the working
+directory on `sys.path` as `python -m` has it, or a `.py` file) and locates findings about Python code
+in it: the line that raised during the import, the line quoting a template's name, a schema class's line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from atomtask.errors import (
+    ConfigurationError,
+    DuplicateNameError,
+    SchemaError,
+    SourceLocation,
+    TemplateError,
+    UsageError,
+    WorkflowError,
+    WorkflowNameError,
+)
+from atomtask.lint import _rules as rules
+from atomtask.lint._cache import FileFacts, facts_of
+from atomtask.lint._compat import Analyses, InlineAnalyses
+from atomtask.lint._findings import RULES, Finding
+from atomtask.lint._rules import output_json_schema
+from atomtask.loading._declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading._readers import read_file
+from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template
+from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, SchemaDef
+from atomtask.schemas._fields import build_models, flatten, schema_problems
+from atomtask.schemas._model_registry import ModelRegistry, register_builtin_schemas
+from atomtask.schemas._sources import json_schema_warnings, output_schema_warnings
+from atomtask.schemas._type_strings import parse_type, referenced_names
+from atomtask.system._templates import OutputFormat, ParamSpec, RepairMode, Template
+from atomtask.system._workflows import Workflow
+from atomtask.workflows._registry import WorkflowRegistry
+from pydantic import BaseModel
+
+__all__ = [
+    "CheckRun",
+    "WorkflowProblem",
+    "class_location",
+    "closure",
+    "find_in_file",
+    "import_python",
+    "raising_line",
+    "template_problems",
+    "workflow_problems",
+]
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
+
+
+def import_python(name: str) -> Any:
+    """Import a dotted module name (with the current folder on `sys.path`) or a `.py` file, for `--python`.
+
+    A module that calls `sys.exit` (or raises any other `BaseException` but `KeyboardInterrupt`) while
+    being imported raises `RuntimeError` (reported as a finding) instead of ending the check.
+    """
+    try:
+        return _import_python(name)
+    except SystemExit as exc:
+        raise RuntimeError(
+            f"the module called `sys.exit({exc.code!r})` while being imported (exit code {exc.code!r}); put its "
+            'script part under `if __name__ == "__main__":`'
+        ).with_traceback(exc.__traceback__) from None
+    except (KeyboardInterrupt, Exception):
+        raise
+    except BaseException as exc:  # e.g. `GeneratorExit` or a custom `BaseException`: it must not end the check
+        raise RuntimeError(
+            f"the module raised {type(exc).__name__}: {exc} while being imported; fix the module"
+        ).with_traceback(exc.__traceback__) from None
+
+
+def _import_python(name: str) -> Any:
+    if name.endswith(".py") or os.sep in name or "/" in name:
+        path = Path(name).resolve()
+        if not path.is_file():
+            raise TemplateError(f"No such Python file: {name!r}.")
+        module_name = f"_atomtask_check_{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise TemplateError(f"Cannot import {name!r} as a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does, so the project's own modules import
+    return importlib.import_module(name)
+
+
+def raising_line(exc: BaseException) -> SourceLocation | None:
+    """The innermost frame of the traceback outside atomtask and the import machinery."""
+    found: SourceLocation | None = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith((_PACKAGE_DIR, _IMPORTLIB_DIR, "<frozen")):
+            continue
+        found = SourceLocation(file=frame.filename, line=frame.lineno)
+    return found
+
+
+def find_in_file(file: str, name: str) -> SourceLocation:
+    """The first line of `file` that quotes `name` (where a Python template is declared), else the file."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return SourceLocation(file=file)
+    for quote in ('"', "'"):
+        needle = f"{quote}{name}{quote}"
+        for number, line in enumerate(lines, start=1):
+            column = line.find(needle)
+            if column >= 0:
+                return SourceLocation(file=file, line=number, column=column + 1)
+    return SourceLocation(file=file)
+
+
+def class_location(cls: type[BaseModel], field: str | None) -> SourceLocation | None:
+    """Where a Python class (and its field, when found) is defined."""
+    import inspect
+
+    try:
+        file = inspect.getsourcefile(cls)
+        lines, start = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return None
+    if file is None:
+        return None
+    if field is not None:
+        for offset, line in enumerate(lines):
+            stripped = line.lstrip()
+            if stripped.startswith(f"{field}:") or stripped.startswith(f"{field} :"):
+                return SourceLocation(file=file, line=start + offset, column=len(line) - len(stripped) + 1)
+    return SourceLocation(file=file, line=start)
+
+
+def template_problems(template: Template, models: ModelRegistry) -> list[UsageError]:
+    """The usage errors `compile_template` raises for each concern of `template`, in declaration order."""
+    neutral: dict[str, Any] = {
+        "params": {},
+        "system": None,
+        "instructions": "",
+        "output_format": OutputFormat(),
+        "model": None,
+        "fallbacks": [],
+        "model_settings": None,
+    }
+    neutral = {key: value for key, value in neutral.items() if key in Template.model_fields}
+    problems: list[UsageError] = []
+
+    def attempt(**concern: Any) -> bool:
+        variant = template.model_copy(update={**neutral, **concern})
+        try:
+            compile_template(variant, models)
+        except UsageError as exc:
+            problems.append(exc)
+            return False
+        return True
+
+    if template.model is not None:
+        attempt(model=template.model)
+    for fallback in template.fallbacks:
+        attempt(fallbacks=[fallback])
+    usable: dict[str, ParamSpec] = {}
+    for name, spec in template.params.items():
+        usable[name] = spec if attempt(params={name: spec}) else ParamSpec(type="any")
+    for field in ("system", "instructions"):
+        if getattr(template, field):
+            attempt(params=usable, **{field: getattr(template, field)})
+    if getattr(template, "model_settings", None) is not None:
+        attempt(model_settings=template.model_settings)
+    attempt(output_format=template.output_format)
+    return problems
+
+
+def _all_fields(fields: Iterable[FieldDef]) -> Iterator[FieldDef]:
+    for field in fields:
+        yield field
+        if field.fields is not None:
+            yield from _all_fields(field.fields)
+
+
+def closure(schema: SchemaDef, batch: dict[str, SchemaDef]) -> list[SchemaDef]:
+    """`schema` and the schemas of `batch` it references, directly or not, nested objects included (it first)."""
+    out = [schema]
+    seen = {schema.name}
+    todo = [schema]
+    while todo:
+        for field in _all_fields(todo.pop().fields):
+            try:
+                names = referenced_names(parse_type(field.type))
+            except UsageError:
+                continue
+            for name in names - seen:
+                if name in batch:
+                    seen.add(name)
+                    out.append(batch[name])
+                    todo.append(batch[name])
+    return out
+
+
+@attrs.frozen(kw_only=True)
+class WorkflowProblem:
+    """One finding about a workflow: its check code, the message, where."""
+
+    code: str
+    message: str
+    location: SourceLocation | None
+
+
+def workflow_problems(
+    workflows: Iterable[Workflow],
+    templates: TemplateRegistry,
+    models: ModelRegistry,
+    broken_templates: Mapping[str, SourceLocation | None] | None = None,
+) -> list[WorkflowProblem]:
+    """Every problem of `workflows` against the registered templates and schemas, in the order found.
+
+    `broken_templates` are the templates declared but not registered (their own errors are reported
+    where they are declared), by name, with where they are declared.
+    """
+    found: list[WorkflowProblem] = []
+    unique: dict[str, Workflow] = {}
+    for workflow in workflows:
+        first = unique.get(workflow.name)
+        if first is None:
+            unique[workflow.name] = workflow
+        elif first.model_dump() != workflow.model_dump():
+            at = f" at {first.location}" if first.location is not None else ""
+            message = f"Workflow name {workflow.name!r} is already declared{at}; rename one of them."
+            found.append(WorkflowProblem(code="E105", message=message, location=workflow.location))
+    registry = WorkflowRegistry(templates, models)
+    for checked in registry.check_all(unique.values()):
+        for error in checked.errors:
+            found.append(_problem(checked.workflow, error, broken_templates or {}))
+    return found
+
+
+def _problem(
+    workflow: Workflow, error: WorkflowError, broken_templates: Mapping[str, SourceLocation | None]
+) -> WorkflowProblem:
+    message = error.message
+    if isinstance(error, WorkflowNameError) and error.step is not None:
+        task = next((step.task for _, step in workflow.all_steps() if step.id == error.step), None)
+        if task is not None and task in broken_templates:
+            declared = broken_templates[task]
+            at = f" at {declared}" if declared is not None else ""
+            message = (
+                f"Step {error.step!r} runs task {task!r}, which is declared{at} but invalid, so it is not "
+                "registered (its errors are reported there). Fix that template."
+            )
+    return WorkflowProblem(code=error.code, message=message, location=error.location or workflow.location)
+
+
+_CODES = ((DuplicateNameError, "E105"), (ConfigurationError, "E104"), (SchemaError, "E103"))  # first match
+
+
+def _code(exc: UsageError) -> str:
+    return next((code for kind, code in _CODES if isinstance(exc, kind)), "E102")
+
+
+class CheckRun:
+    """The registries one check fills, and its findings: all of them, and by the file they were found for."""
+
+    def __init__(self, default_models: tuple[str, ...], analyses: Analyses | None = None) -> None:
+        self.default_models = default_models
+        self.analyses: Analyses = analyses or InlineAnalyses()  # P3xx: here, or in a helper process
+        self.models = ModelRegistry()
+        register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
+        self.templates = TemplateRegistry(self.models)
+        self.findings: dict[tuple[str, str, str], Finding] = {}
+        self.schema_defs: dict[str, SchemaDef] = {}
+        self.json_defs: dict[str, JsonSchemaDef] = {}  # by name and by the schema's own `title`
+        self.broken_schemas: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
+        self.templates_seen = 0
+        self.lenient: list[str] = []  # templates that run `repair: lenient`
+        self.schemas_seen = 0
+        self.python_files: dict[str, str] = {}  # template name -> module file, to locate Python templates
+        self.workflows: list[Workflow] = []  # from the files and the `--python` modules' systems
+        self.broken_templates: dict[str, SourceLocation | None] = {}  # declared, but invalid: where
+        self.facts: dict[str, FileFacts] = {}  # by file, for the files read
+        self.declared: dict[str, Declarations] = {}
+        self.by_file: dict[str, dict[tuple[str, str, str], Finding]] = {}
+        self._file: str | None = None  # the file whose declaration is being checked
+
+    # -- findings -------------------------------------------------------------------------------------------
+
+    def add(self, exc: UsageError, code: str | None = None) -> None:
+        self.note(code or _code(exc), exc.message, exc.location)
+
+    def note(self, code: str, message: str, location: SourceLocation | None) -> None:
+        key = (code, str(location), message)
+        finding = self.findings.get(key)
+        if finding is None:
+            finding = Finding(code=code, severity=RULES[code].severity, message=message, location=location)
+            self.findings[key] = finding
+        if self._file is not None:
+            self.by_file.setdefault(self._file, {})[key] = finding
+
+    def _for(self, location: SourceLocation | None) -> None:
+        """File the next findings under the file of `location` (none when it has no file)."""
+        self._file = location.file if location is not None else None
+
+    # -- one check over files ---------------------------------------------------------------------------------
+
+    def read_files(self, files: Iterable[Path]) -> None:
+        """Read `files`, keeping what each declares; reading mistakes are findings of the file."""
+        for file in files:
+            self._file = str(file)
+            self.by_file.setdefault(self._file, {})
+            read = self.read(file)
+            self.declared[self._file] = read
+            self.facts[self._file] = facts_of(read)
+            for skipped in read.skipped:
+                self.note("W101", skipped.message, skipped.location)
+        self._file = None
+
+    def check_read(self, order: Sequence[str], wanted: Callable[[str], bool]) -> None:
+        """Check everything read, in the files' `order` (with whatever is registered already), then lint."""
+        declarations = Declarations()
+        for file in order:
+            if file in self.declared:
+                declarations.extend(self.declared[file])
+        self.broken_schemas.update(declarations.invalid_schemas)
+        self.register_schema_sources(declarations)
+        for code, message, location in json_schema_warnings(declarations.json_schemas, self.models):  # W102, W103
+            self._for(location)
+            self.note(code, message, location)
+        self._file = None
+        self.register_schemas(declarations.schemas)
+        for template in declarations.templates:
+            self.register_template(template)
+        self._file = None
+        self.workflows.extend(declarations.workflows)
+        if self.workflows:  # the workflow checks (and their imports) only for files that declare some
+            for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
+                self.note(problem.code, problem.message, problem.location)  # across files: filed under none
+        self.lint(wanted)
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    def read(self, file: Path) -> Declarations:
+        errors: list[UsageError] = []
+        try:
+            declarations = read_file(file, errors)
+        except UsageError as exc:
+            errors.append(exc.with_location(SourceLocation(file=str(file))))
+            declarations = Declarations()
+        except (OSError, UnicodeDecodeError) as exc:
+            self.note("E101", f"Cannot read the file: {exc}.", SourceLocation(file=str(file)))
+            declarations = Declarations()
+        for error in errors:  # a workflow's shape mistake keeps its own code (E110)
+            self.add(error, error.code if isinstance(error, WorkflowError) else "E101")
+        return declarations
+
+    def import_module(self, name: str) -> None:
+        try:
+            module = import_python(name)
+        except UsageError as exc:
+            self.add(exc.with_location(raising_line(exc) or SourceLocation(file=name)))
+            return
+        except Exception as exc:
+            self.note(
+                "E106",
+                f"Importing {name!r} failed: {type(exc).__name__}: {exc}. Fix the module or the name "
+                "(`--python package.module` or `--python path/to/file.py`).",
+                raising_line(exc) or SourceLocation(file=name),
+            )
+            return
+        from atomtask._task_system import TaskSystem
+
+        file = getattr(module, "__file__", None) or name
+        found = 0
+        for value in list(vars(module).values()):
+            if isinstance(value, TaskSystem):
+                found += 1
+                for schema in value.models.names():
+                    if schema in self.models and self.models.get(schema) is value.models.get(schema):
+                        continue  # a built-in every system has
+                    self.schemas_seen += 1
+                    try:
+                        self.models.register(
+                            value.models.get(schema), schema, location=value.models.location_of(schema)
+                        )
+                    except UsageError as exc:
+                        self.add(exc)
+                for template_name in value.templates.names():
+                    self.python_files.setdefault(template_name, file)
+                    self.register_template(value.templates.get(template_name))
+                self.workflows.extend(value.workflows.get(flow) for flow in value.workflows.names())
+            elif isinstance(value, Template):
+                found += 1
+                self.python_files.setdefault(value.name, file)
+                self.register_template(value)
+        if not found:
+            self.note(
+                "E106",
+                f"Module {name!r} defines no module-level `TaskSystem` or `Template`; expose the system the "
+                "application uses (e.g. `system = TaskSystem(...)`) so check can see its templates.",
+                SourceLocation(file=file),
+            )
+
+    # -- registration, through the library's own code --------------------------------------------------------
+
+    def register_schema_sources(self, declarations: Declarations) -> None:
+        """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
+        from atomtask.schemas._sources import register_schema_sources
+
+        self.schemas_seen += len(declarations.json_schemas) + len(declarations.python_schemas)
+        for definition in declarations.json_schemas:
+            title = definition.json_schema.get("title") if isinstance(definition.json_schema, dict) else None
+            for key in (title, definition.name):
+                if isinstance(key, str):
+                    self.json_defs[key] = definition
+        try:  # the fast path, as `TaskSystem.load` does it (JSON files may `$ref` each other)
+            register_schema_sources(declarations.json_schemas, declarations.python_schemas, self.models)
+            return
+        except UsageError:
+            pass
+        for json_schema in declarations.json_schemas:
+            if json_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([json_schema], [], self.models)
+            except UsageError as exc:
+                self.broken_schemas[json_schema.name] = json_schema.location
+                self._for(json_schema.location)
+                self.add(exc)
+        for python_schema in declarations.python_schemas:
+            if python_schema.name in self.models:
+                continue
+            try:
+                register_schema_sources([], [python_schema], self.models)
+            except UsageError as exc:
+                self.broken_schemas[python_schema.name] = python_schema.location
+                self._for(python_schema.location)
+                self.add(exc)
+        self._file = None
+
+    def register_schemas(self, schemas: list[SchemaDef]) -> None:
+        self.schemas_seen += len(schemas)
+        unique: dict[str, SchemaDef] = {}
+        for schema in schemas:
+            first = unique.get(schema.name)
+            if first is None:
+                unique[schema.name] = schema
+            elif first != schema:
+                self.broken_schemas[schema.name] = schema.location
+                self._for(schema.location)
+                try:
+                    reject_duplicate_schemas([first, schema])  # what `TaskSystem.load` raises
+                except UsageError as exc:
+                    self.add(exc)
+        known = {name: self.models.get(name) for name in self.models.names()}
+        self.schema_defs.update({spec.name: spec for spec in flatten(unique.values(), known)})
+        batch = list(unique.values())
+        try:
+            built = build_models(batch, known=known)  # the fast path: one call, as `TaskSystem.load` makes
+        except UsageError:
+            built = {}
+            for schema in batch:  # find every mistake: each schema with just what it references
+                try:
+                    built[schema.name] = build_models(closure(schema, unique), known=known)[schema.name]
+                except UsageError as exc:
+                    self.broken_schemas[schema.name] = schema.location
+                    self._for(schema.location)
+                    self.add(exc)
+                    for problem in schema_problems(schema, {*known, *unique}):
+                        self.add(problem)
+        for name, cls in built.items():
+            try:
+                self.models.register(cls, name, location=unique[name].location)
+            except UsageError as exc:
+                self._for(unique[name].location)
+                self.add(exc)
+        self._file = None
+
+    def register_template(self, template: Template) -> None:
+        self.templates_seen += 1
+        self._for(template.location)
+        if template.repair is RepairMode.LENIENT:
+            self.lenient.append(template.name)
+        try:
+            self.templates.register(template)
+        except UsageError as exc:
+            self.broken_templates.setdefault(template.name, template.location)
+            for problem in [exc, *template_problems(template, self.models)]:
+                self.add_template_problem(template, problem)
+
+    def add_template_problem(self, template: Template, problem: UsageError) -> None:
+        """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
+        broken = [n for n in self.broken_schemas if f"schema {n!r}" in problem.message]
+        if isinstance(problem, SchemaError) and broken:
+            name = broken[0]
+            declared = self.broken_schemas[name]
+            at = f" at {declared}" if declared is not None else ""
+            message = (
+                f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it is "
+                "not registered (its errors are reported there). Fix that declaration."
+            )
+            problem = SchemaError(message, location=problem.location)
+        self.add(problem.with_location(self._locate(template)))
+
+    # -- warnings ---------------------------------------------------------------------------------------------
+
+    def lint(self, wanted: Callable[[str], bool]) -> None:
+        """The W2xx and P3xx rules; the output JSON Schemas are built only when a rule needs them.
+
+        A schema's findings are noted for every template using it, but worked out once per class (and
+        model and mode). The P3xx analyses are asked for first: a helper process may make them meanwhile."""
+        schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
+        compiled_all = [self.templates.compiled(name) for name in self.templates.names()]
+        schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        requests: dict[tuple[type[BaseModel], str, str], int] = {}  # -> the index of its analysis
+        analysed: list[tuple[CompiledTemplate, int]] = []  # each template's analyses, noted once all are made
+        compat_rules = any(wanted(code) for code in RULES if code.startswith("P"))
+        for compiled in compiled_all if schema_rules else ():
+            cls = compiled.output_cls
+            if cls is None:
+                continue
+            if cls not in schemas:
+                schemas[cls] = output_json_schema(cls)
+            for model in self._models_of(compiled.template) if compat_rules else ():
+                key = (cls, model, compiled.output_mode.value)
+                if key not in requests:  # templates sharing a schema, model and mode share the analysis
+                    requests[key] = self.analyses.submit(schemas[cls], model, compiled.output_mode.value)
+                analysed.append((compiled, requests[key]))
+        described: dict[type[BaseModel], list[rules.SchemaIssue]] = {}
+        for compiled in compiled_all:
+            self._for(compiled.template.location)
+            self._template_warnings(compiled)
+            cls = compiled.output_cls
+            if cls is None or not schema_rules:
+                continue
+            if cls not in described:
+                described[cls] = list(rules.schema_issues(rules.described_schema(cls, schemas[cls])))
+            for code, message, owner, field in described[cls]:
+                self.note(code, message, self._field_location(owner, field, compiled))
+        answers = self.analyses.results()
+        for compiled, index in analysed:
+            self._for(compiled.template.location)
+            for issue in answers[index]:
+                if issue.code == "P301":  # about the template's choice of mode, not its schema
+                    template = compiled.template
+                    where = template.location_of("output_format.mode") or self._locate(template)
+                else:
+                    where = self._field_location(issue.owner, issue.field, compiled)
+                self.note(issue.code, issue.message, where)
+        self._file = None
+
+    def _template_warnings(self, compiled: CompiledTemplate) -> None:
+        template = compiled.template
+        for code, message, field in rules.template_issues(compiled):
+            self.note(code, message, template.location_of(field) or self._locate(template))
+        for code, message, where in output_schema_warnings(template, compiled.output_cls):  # W102, W103
+            self.note(code, message, where or self._locate(template))
+
+    def _models_of(self, template: Template) -> list[str]:
+        declared = [template.model] if template.model else list(self.default_models)
+        fallbacks = getattr(template, "fallbacks", None) or []
+        return [m for m in [*declared, *fallbacks] if isinstance(m, str)]
+
+    # -- locations ----------------------------------------------------------------------------------------------
+
+    def _json_location(self, owner: str | None, field: str | None) -> SourceLocation | None:
+        """Where a field of a JSON Schema (or of one of its `$defs`) is written, when `owner` is one."""
+        if not owner:
+            return None
+        member = f"/properties/{field}" if field else ""
+        definition = self.json_defs.get(owner)
+        if definition is not None:
+            return definition.location_at(member)
+        for definition in self.json_defs.values():
+            schema = definition.json_schema
+            for defs in ("$defs", "definitions"):
+                if isinstance(schema, dict) and owner in (schema.get(defs) or {}):
+                    return definition.location_at(f"/{defs}/{owner}{member}")
+        return None
+
+    def _locate(self, template: Template) -> SourceLocation | None:
+        if template.location is not None:
+            return template.location
+        file = self.python_files.get(template.name)
+        return find_in_file(file, template.name) if file else None
+
+    def _field_location(
+        self, owner: str | None, field: str | None, compiled: CompiledTemplate
+    ) -> SourceLocation | None:
+        where = self._json_location(owner, field)
+        if where is not None:
+            return where
+        schema = self.schema_defs.get(owner) if owner else None
+        if schema is not None:
+            for field_def in schema.fields:
+                if field_def.name == field and field_def.location is not None:
+                    return field_def.location
+            return schema.location
+        if owner and owner in self.models:
+            where = self.models.location_of(owner) or class_location(self.models.get(owner), field)
+            if where is not None:
+                return where
+        template = compiled.template
+        return template.location_of("output_format.schema") or self._locate(template)

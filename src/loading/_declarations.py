@@ -1,0 +1,59 @@
+"""`Declarations`: the templates, schemas and workflows a reader got from a file, as every reader returns them."""
+
+from __future__ import annotations
+
+import attrs
+from atomtask.errors import DuplicateNameError, SourceLocation
+from atomtask.schemas._declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
+from atomtask.system._templates import Template
+from atomtask.system._workflows import Workflow
+
+__all__ = ["Declarations", "Skipped", "reject_duplicate_schemas"]
+
+
+@attrs.frozen(kw_only=True)
+class Skipped:
+    """A file (or part of one) that was read but is not a declaration, and why; `atomtask check` warns."""
+
+    message: str
+    location: SourceLocation
+
+
+@attrs.frozen(kw_only=True)
+class Declarations:
+    """Templates, named schemas and workflows read from files, in file order.
+
+    `invalid_schemas` names the schemas a reader found declared but could not read (their errors are
+    the reader's); `skipped` lists what was read and deliberately not taken as a declaration.
+    """
+
+    templates: list[Template] = attrs.field(factory=list)
+    schemas: list[SchemaDef] = attrs.field(factory=list)
+    json_schemas: list[JsonSchemaDef] = attrs.field(factory=list)
+    python_schemas: list[PythonSchemaDef] = attrs.field(factory=list)
+    invalid_schemas: dict[str, SourceLocation | None] = attrs.field(factory=dict)
+    skipped: list[Skipped] = attrs.field(factory=list)
+    workflows: list[Workflow] = attrs.field(factory=list)
+
+    def extend(self, other: Declarations) -> None:
+        self.templates.extend(other.templates)
+        self.schemas.extend(other.schemas)
+        self.json_schemas.extend(other.json_schemas)
+        self.python_schemas.extend(other.python_schemas)
+        for name, location in other.invalid_schemas.items():
+            self.invalid_schemas.setdefault(name, location)
+        self.skipped.extend(other.skipped)
+        self.workflows.extend(other.workflows)
+
+
+def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:
+    """Raise `DuplicateNameError` when one schema name is declared twice with different contents."""
+    seen: dict[str, SchemaDef] = {}
+    for schema in schemas:
+        first = seen.get(schema.name)
+        if first is not None and first != schema:
+            raise DuplicateNameError(
+                f"Schema {schema.name!r} is declared twice, first at {first.location}; rename one of them.",
+                location=schema.location,
+            )
+        seen[schema.name] = schema

@@ -1,0 +1,291 @@
+"""One checkpoint per completed top-level step, and how a run waits at an approval step.
+
+A checkpoint is a JSON document, the output of one DBOS step of the run's DBOS workflow: the step id
+and visit, the workflow's `version` and state-schema fingerprint, the step's validated writes, the
+whole state after it, and every visit of it with its `TaskResult` (the attempt ledger: raw outputs,
+usage). DBOS writes it before the run goes on to the next step, so a run killed at any instant
+resumes after its last checkpoint: the steps recorded are replayed from their checkpoints (never run
+or paid again), a step that was in flight runs again. `DbosJournal` is the `StepJournal` that does this.
+
+A run at an approval step sets its DBOS event `atomtask.waiting` (the step and the message built from
+the state) and waits for a DBOS message on topic `atomtask.approval`; `approve` (any process) sends
+one. Without a decision within the step's `timeout`, `on_timeout` decides. The decision goes to the
+step's `output:` field: `approved` alone for a `bool` field, else the whole `ApprovalDecision`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from atomtask._logs import get_logger
+from atomtask.errors import CorruptCheckpointError, StateWriteError
+from atomtask.runs._migrations import state_fingerprint
+from atomtask.system._results import StepVisit, TaskError
+from atomtask.system._workflows import ApprovalDecision, Step
+from atomtask.workflows._compiled import CompiledStep, CompiledWorkflow
+from atomtask.workflows._runner import Journaled
+from atomtask.workflows._state import write_state
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+if TYPE_CHECKING:
+    from atomtask.workflows._steps import Attempted
+
+__all__ = [
+    "APPROVAL_TOPIC",
+    "FORMAT",
+    "WAITING_EVENT",
+    "Checkpoint",
+    "DbosJournal",
+    "decision",
+    "decode",
+    "fingerprint",
+    "plain_state",
+    "timed_out",
+    "value",
+    "wait",
+    "waiter",
+    "waiter_alive",
+]
+
+WAITING_EVENT = "atomtask.waiting"
+APPROVAL_TOPIC = "atomtask.approval"
+#: How long one wait lasts when the step has no `timeout` (it waits again, as long as it takes).
+_WAIT_SLICE = 3600.0
+
+
+def decision(approved: bool, note: str | None = None, by: str | None = None) -> dict[str, Any]:
+    """The message `approve` sends: the decision, a note, who decided, and when."""
+    return {"approved": approved, "note": note, "by": by, "at": datetime.now(UTC).isoformat()}
+
+
+def waiter() -> dict[str, Any]:
+    """Who waits: this process (host and pid), stored with the wait so `approve` can tell whether it still runs."""
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def waiter_alive(waiting: dict[str, Any]) -> bool | None:
+    """Whether the process that waits still runs: None when unknown (another host, or not recorded)."""
+    pid = waiting.get("pid")
+    if not isinstance(pid, int) or waiting.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process under that pid
+        return None
+    return True
+
+
+def timed_out(step: Step) -> dict[str, Any]:
+    """The decision of `on_timeout` once the step's `timeout` has passed without one."""
+    note = f"no decision within {step.timeout:g}s: `on_timeout: {step.on_timeout}`"
+    return {"approved": step.on_timeout == "approve", "note": note, "by": None, "at": datetime.now(UTC).isoformat()}
+
+
+def value(output_type: Any, received: dict[str, Any]) -> Any:
+    """What the decision writes to the output field: a `bool`, or an `ApprovalDecision`."""
+    if output_type is bool:
+        return bool(received["approved"])
+    return ApprovalDecision.model_validate(received)
+
+
+async def wait(timeout: float | None) -> dict[str, Any] | None:
+    """The decision sent to the run (recorded by DBOS: on resume it comes back, not waited for); None: timed out."""
+    from dbos import DBOS
+
+    while True:
+        received = await DBOS.recv_async(APPROVAL_TOPIC, timeout_seconds=timeout if timeout else _WAIT_SLICE)
+        if received is not None or timeout:
+            return received if isinstance(received, dict) else None
+
+
+log = get_logger(__name__)
+
+#: The layout of a checkpoint document; a reader refuses any other.
+FORMAT = 1
+
+
+def fingerprint(state_cls: type[BaseModel]) -> str:
+    """The fingerprint of a state schema (`runs.migrations.state_fingerprint`), stored with every checkpoint."""
+    return state_fingerprint(state_cls)
+
+
+def plain_state(state: BaseModel, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The fields a state has a value for, as JSON values (fields in `hidden` left out)."""
+    values = {name: value for name, value in state.__dict__.items() if name not in hidden}
+    return dict(to_jsonable_python(values))
+
+
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    """A checkpoint read back: one completed top-level step visit of a run."""
+
+    number: int
+    step: str
+    visit: int
+    version: str | None
+    fingerprint: str
+    writes: dict[str, Any]
+    state: dict[str, Any]
+    visits: list[StepVisit]
+    failure: TaskError | None
+    terminal: bool
+    completed_at_ms: int | None = None
+    #: The `redact: true` fields the step wrote, left out of the checkpoint (given again on resume).
+    redacted: tuple[str, ...] = ()
+
+    def attempted(self, secrets: dict[str, Any] | None = None) -> Attempted:
+        """The step's outcome, as the runner takes it (with the redacted fields it wrote, from `secrets`)."""
+        from atomtask.workflows._steps import Attempted
+
+        writes = {**self.writes, **{f: (secrets or {})[f] for f in self.redacted if f in (secrets or {})}}
+        return Attempted(visits=self.visits, writes=writes, failure=self.failure, terminal=self.terminal)
+
+
+def encode(
+    step: CompiledStep, visit: int, compiled: CompiledWorkflow, attempted: Attempted, after: BaseModel
+) -> dict[str, Any]:
+    """The JSON document of a completed step (its outcome and the state after it), redacted fields left out.
+
+    A step that wrote a `redact: true` field keeps its ledger without the answers that held the value.
+    """
+    hidden = compiled.redacted_fields
+    secret = sorted(hidden.intersection(attempted.writes))
+    visits = [v.model_dump(mode="json") for v in attempted.visits]
+    if secret:
+        visits = [_scrubbed(v) for v in visits]
+    return {
+        "format": FORMAT,
+        "step": step.id,
+        "visit": visit,
+        "version": compiled.workflow.version,
+        "fingerprint": fingerprint(compiled.state_cls),
+        "writes": to_jsonable_python({k: v for k, v in attempted.writes.items() if k not in hidden}),
+        "redacted": secret,
+        "state": plain_state(after, hidden),
+        "visits": visits,
+        "failure": attempted.failure.model_dump(mode="json") if attempted.failure is not None else None,
+        "terminal": attempted.terminal,
+    }
+
+
+REDACTED = "[redacted]"
+
+
+def _scrubbed(visit: dict[str, Any]) -> dict[str, Any]:
+    """A visit's JSON without the model's answers (they held a redacted value); usage and errors are kept."""
+    result = visit.get("result")
+    if isinstance(result, dict):
+        result.update(content=REDACTED, parsedContent=REDACTED)
+        notes = result.get("notes")
+        for attempt in notes.get("attempts", []) if isinstance(notes, dict) else []:
+            if isinstance(attempt, dict):
+                attempt["raw_output"] = REDACTED
+    if visit.get("subworkflow") is not None:
+        visit["subworkflow"] = {**visit["subworkflow"], "state": REDACTED, "steps": []}
+    return visit
+
+
+def decode(run_id: str, number: int, document: Any, completed_at_ms: int | None = None) -> Checkpoint:
+    """Read a checkpoint document back; `CorruptCheckpointError` when it is not one."""
+    step = document.get("step") if isinstance(document, dict) else None
+    where = str(step) if isinstance(step, str) else None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise CorruptCheckpointError(run_id, where, f"checkpoint #{number} is not a format-{FORMAT} checkpoint")
+    try:
+        failure = document["failure"]
+        return Checkpoint(
+            number=number,
+            step=str(document["step"]),
+            visit=int(document["visit"]),
+            version=document["version"],
+            fingerprint=str(document["fingerprint"]),
+            writes=dict(document["writes"]),
+            state=dict(document["state"]),
+            visits=[StepVisit.model_validate(v) for v in document["visits"]],
+            failure=TaskError.model_validate(failure) if failure is not None else None,
+            terminal=bool(document["terminal"]),
+            completed_at_ms=completed_at_ms,
+            redacted=tuple(str(f) for f in document.get("redacted", ())),
+        )
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        problem = f"checkpoint #{number}: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+        raise CorruptCheckpointError(run_id, where, problem) from None
+
+
+@attrs.define
+class DbosJournal:
+    """The `StepJournal` of a durable run: each top-level step is one DBOS step, its checkpoint the step's output.
+
+    Called inside the run's DBOS workflow function. A step DBOS has recorded comes back from its
+    checkpoint (`replayed`); any other runs, and its checkpoint is written before the run goes on.
+    """
+
+    run_id: str
+    compiled: CompiledWorkflow
+    #: The values of the run's `redact: true` fields, given again on resume (never stored).
+    secrets: dict[str, Any] = attrs.field(factory=dict)
+    #: Told when the run starts waiting for an approval: the run id and the wait (step, message, ...).
+    on_waiting: Callable[[str, dict[str, Any]], None] | None = None
+    _number: int = 0
+
+    async def step(
+        self, step: CompiledStep, visit: int, state: BaseModel, run: Callable[[], Awaitable[Attempted]]
+    ) -> Journaled:
+        from dbos import DBOS
+
+        live: list[Attempted] = []
+
+        async def body() -> dict[str, Any]:
+            attempted = await run()
+            live.append(attempted)
+            try:
+                after = write_state(state, attempted.writes) if attempted.writes else state
+            except StateWriteError:  # the runner reports it; the checkpoint keeps the state before
+                after = state
+            return encode(step, visit, self.compiled, attempted, after)
+
+        self._number += 1
+        document = await DBOS.run_step_async({"name": f"{step.id}#{visit}"}, body)
+        if live:
+            return Journaled(attempted=live[0])
+        checkpoint = decode(self.run_id, self._number, document)
+        return Journaled(attempted=checkpoint.attempted(self.secrets), replayed=True)
+
+    async def approval(self, step: CompiledStep, visit: int, state: BaseModel) -> Journaled:
+        """Mark the run WAITING, wait for the decision (or the timeout), and checkpoint what it writes."""
+        from atomtask.system._results import StepStatus
+        from atomtask.workflows._steps import Attempted
+        from dbos import DBOS
+
+        message = str(step.message.render({"state": state})) if step.message is not None else f"Approve {step.id!r}?"
+        waiting = {"step": step.id, "visit": visit, "message": message, "timeout": step.step.timeout}
+        waiting.update(waiter())
+        await DBOS.set_event_async(WAITING_EVENT, waiting)
+        log.info("run_waiting", run_id=self.run_id, step=step.id, message=message, approve=self.run_id)
+        if self.on_waiting is not None:
+            self.on_waiting(self.run_id, waiting)
+        received = await wait(step.step.timeout)
+        await DBOS.set_event_async(WAITING_EVENT, None)
+        live: list[Attempted] = []
+
+        async def body() -> dict[str, Any]:
+            chosen = received if received is not None else timed_out(step.step)
+            writes = {field: value(step.output_type, chosen) for field, _ in step.output_map}
+            done = StepVisit(step=step.id, visit=visit, status=StepStatus.COMPLETE)
+            attempted = Attempted(visits=[done], writes=writes)
+            live.append(attempted)
+            return encode(step, visit, self.compiled, attempted, write_state(state, writes))
+
+        self._number += 1
+        document = await DBOS.run_step_async({"name": f"{step.id}#{visit}"}, body)
+        if live:
+            return Journaled(attempted=live[0])
+        return Journaled(attempted=decode(self.run_id, self._number, document).attempted(), replayed=True)

@@ -1,0 +1,492 @@
+"""What users declare: a `Template` (also the YAML file format), its `OutputFormat`, limits and cache policy.
+
+These are plain declarations. Checking them against the registered schemas and providers happens
+in `TemplateRegistry.register`; rendering and running them happens in `atomtask.executors`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+import attrs
+from atomtask.errors import ConfigurationError, SourceLocation, near_names
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+__all__ = [
+    "CacheChoice",
+    "CachePolicy",
+    "OutputFormat",
+    "OutputMode",
+    "ParamSpec",
+    "Placeholder",
+    "RepairMode",
+    "RepairSetting",
+    "Template",
+    "TemplateLimits",
+    "TextOrigin",
+    "cache_choice",
+    "find_placeholders",
+    "format_duration",
+    "parse_duration",
+    "repair_mode",
+]
+
+_CACHE_FORMS = "True, False, None, a `CachePolicy`, or a mapping like `{'ttl': '1h'}`"
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+$")
+_DURATION_HELP = "a duration like `90s`, `30m`, `1h`, `1h30m`, `7d`, `2w`, or a number of seconds"
+
+
+def parse_duration(value: Any) -> timedelta:
+    """`"1h30m"`, `"7d"`, `90` (seconds) or a `timedelta` as a positive `timedelta`; raises `ValueError`."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and _DURATION.match(value.lower()):
+        seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(value.lower()))
+    else:
+        raise ValueError(f"{value!r} is not a duration; write {_DURATION_HELP}")
+    if seconds <= 0:
+        raise ValueError(f"{value!r} is not a positive duration; write {_DURATION_HELP}")
+    return timedelta(seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    """A duration as `parse_duration` reads it back: `1h30m`, `7d`, `90s` (`1.5s` below whole seconds)."""
+    seconds = value.total_seconds()
+    if seconds != int(seconds):
+        return f"{seconds:g}s"
+    rest, parts = int(seconds), []
+    for unit in ("w", "d", "h", "m", "s"):
+        count, rest = divmod(rest, _UNITS[unit])
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
+
+
+class CachePolicy(BaseModel):
+    """Whether answers are served from the response cache, and for how long a stored answer stays good.
+
+    `CachePolicy.model_validate(True)` is `CachePolicy(enabled=True)`; `{"ttl": "1h"}` is on with a TTL of
+    an hour. Without a `ttl` a stored answer never expires (clear it with `atomtask cache clear`).
+
+    Example:
+        ```python
+        Template(name="summarise", instructions="...", cache={"ttl": "1d"})
+        system.execute("summarise", {"text": "..."}, cache=False)  # this call asks the model
+        ```
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    ttl: timedelta | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_bool(cls, data: Any) -> Any:
+        if isinstance(data, bool):
+            return {"enabled": data}
+        if not isinstance(data, dict | CachePolicy):
+            raise ValueError(f"{data!r} is not a cache setting; write `true`, `false` or `{{ttl: 1h}}`")
+        if isinstance(data, dict):
+            for key in data:
+                if key not in cls.model_fields:
+                    near = near_names(str(key), cls.model_fields, n=1)
+                    hint = f"did you mean {near[0]!r}" if near else "write `ttl` (and `enabled`)"
+                    raise ValueError(f"unknown cache setting {key!r}; {hint}")
+        return data
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return None if value is None else parse_duration(value)
+
+    @field_serializer("ttl")
+    def _ttl_text(self, value: timedelta | None) -> str | None:
+        return None if value is None else format_duration(value)
+
+    @property
+    def ttl_seconds(self) -> float | None:
+        """The TTL in seconds, or None when stored answers never expire."""
+        return None if self.ttl is None else self.ttl.total_seconds()
+
+
+#: What a call (or the CLI) may pass as `cache=`: on, off, a policy, or None (the template decides).
+CacheChoice = bool | CachePolicy | Mapping[str, Any] | None
+
+
+def cache_choice(value: Any, *, what: str = "`cache=`") -> bool | CachePolicy | None:
+    """A `cache=` argument checked: a bool, None, or a `CachePolicy` (from a policy or a mapping).
+
+    Anything else (`"yes"`, `1`, a list, a mapping with a bad `ttl` or an unknown key) raises
+    `ConfigurationError` naming the value and the accepted forms.
+    """
+    if value is None or isinstance(value, bool | CachePolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"Invalid {what}: {value!r} is not a cache setting. Pass {_CACHE_FORMS}.")
+    try:
+        return CachePolicy.model_validate(dict(value))
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "cache"
+        raise ConfigurationError(
+            f"Invalid {what}: `{where}`: {err['msg'].removeprefix('Value error, ')}. Pass {_CACHE_FORMS}."
+        ) from None
+
+
+# A module-level alias: inside `OutputFormat` the name `type` is a field, not the builtin.
+ModelClass = type[BaseModel]
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# Anything between double braces is a placeholder attempt; the strict pattern says which are valid.
+_BRACES_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+_PLACEHOLDER_RE = re.compile(rf"^\s*({_IDENT})((?:\.{_IDENT})*)\s*$")
+#: pydantic-ai `ModelSettings` keys a template author may write at the top level by mistake; they get a
+#: message pointing at `model_settings:` (the full list is checked at registration, in the loading layer).
+MODEL_SETTING_HINTS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "top_k",
+        "seed",
+        "timeout",
+        "stop_sequences",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "max_retries",
+        "parallel_tool_calls",
+        "request_timeout",
+        "thinking",
+        "service_tier",
+    }
+)
+
+
+class OutputMode(StrEnum):
+    """How the model is asked for structured output (pydantic-ai's output markers)."""
+
+    TOOL = "tool"
+    NATIVE = "native"
+    PROMPTED = "prompted"
+
+
+class RepairMode(StrEnum):
+    """What atomtask does with an answer that fails validation before it costs a re-ask.
+
+    `safe` fixes syntax only (quotes, commas, fences, comments, a closable truncation), never content;
+    `lenient` also coerces values toward the declared schema where exactly one reading fits (an enum
+    in another case, `12,111` for an integer, a bare scalar for a one-field schema), and records each
+    coercion on its attempt; `off` leaves every invalid answer to pydantic-ai's re-ask.
+    """
+
+    SAFE = "safe"
+    LENIENT = "lenient"
+    OFF = "off"
+
+
+_REPAIR_WORDS = {"true": RepairMode.SAFE, "false": RepairMode.OFF, "none": RepairMode.OFF, "no": RepairMode.OFF}
+
+
+def repair_mode(value: RepairMode | str | bool) -> RepairMode:
+    """The `RepairMode` for a template's or a call's `repair` (`True` is `safe`, `False` is `off`)."""
+    if isinstance(value, bool):
+        return RepairMode.SAFE if value else RepairMode.OFF
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _REPAIR_WORDS:
+            return _REPAIR_WORDS[word]
+        try:
+            return RepairMode(word)
+        except ValueError:
+            pass
+    raise ValueError(f"`repair` is one of `safe`, `lenient` or `false` (also `off`, `true`), not {value!r}")
+
+
+def _repair_setting(value: Any) -> Any:
+    return repair_mode(value) if isinstance(value, bool | str) else value
+
+
+#: A `repair:` as files write it (`true`, `false`, `safe`, `lenient`, `off`), read as a `RepairMode`.
+RepairSetting = Annotated[RepairMode, BeforeValidator(_repair_setting)]
+
+
+class ParamSpec(BaseModel):
+    """One declared parameter: a type string, an optional default, a description.
+
+    In YAML a parameter may be written in full (`text: {type: str, description: ...}`) or as a bare
+    type string (`text: str`). A parameter without a `default` is required.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = "any"
+    description: str | None = None
+    default: Any = None
+
+    @property
+    def required(self) -> bool:
+        """True unless a default was given (an explicit `default: null` counts as a default)."""
+        return "default" not in self.model_fields_set
+
+
+#: Keys that make an inline `output_format.schema` mapping without `fields` a JSON Schema.
+_JSON_SCHEMA_KEYWORDS = frozenset(
+    {"$schema", "type", "properties", "$ref", "$defs", "items", "anyOf", "oneOf", "allOf", "enum", "const", "required"}
+)
+
+
+class OutputFormat(BaseModel):
+    """What the answer must be: free `text`, or `json` matching a schema.
+
+    `schema` is the name of a registered model, a Pydantic class, or an inline definition
+    (`{fields: [...]}`, `{json_schema: {...}}`, `{python: "pkg.module:Class"}`, or a JSON Schema written
+    directly: a mapping with JSON Schema keywords such as `type`, `properties` or `$ref` and no `fields`);
+    `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
+
+    type: Literal["text", "json"] = "text"
+    schema_: str | ModelClass | dict[str, Any] | None = Field(default=None, alias="schema")
+    mode: OutputMode = OutputMode.TOOL
+
+    @field_validator("schema_", mode="before")
+    @classmethod
+    def _inline_json_schema(cls, value: Any) -> Any:
+        # A JSON Schema written directly under `schema:` (`{type: object, properties: ...}`) is read as
+        # `{json_schema: ...}`; a mapping with `fields` (or `json_schema`, `python`) is one of the other forms.
+        keys = set(value) if isinstance(value, dict) else set()
+        if _JSON_SCHEMA_KEYWORDS & keys and not {"fields", "json_schema", "python"} & keys:
+            return {"json_schema": value}
+        return value
+
+    @model_validator(mode="after")
+    def _schema_matches_type(self) -> OutputFormat:
+        if self.type == "json" and self.schema_ is None:
+            raise ValueError(
+                "`output_format` has `type: json` but no `schema`; name a registered model "
+                "(`schema: Contact`) or use `type: text`"
+            )
+        if self.type == "text" and self.schema_ is not None:
+            raise ValueError("`output_format` has a `schema` but `type: text`; set `type: json`")
+        return self
+
+
+class TemplateLimits(BaseModel):
+    """Usage limits for one task run, across all of its attempts and fallback models.
+
+    `cost` is in USD and is enforced where the provider's prices are known (pydantic-ai's
+    genai-prices data); a model without known prices reports no cost and is not stopped by it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests: int | None = Field(default=None, ge=1)
+    input_tokens: int | None = Field(default=None, ge=1)
+    output_tokens: int | None = Field(default=None, ge=1)
+    total_tokens: int | None = Field(default=None, ge=1)
+    cost: float | None = Field(default=None, gt=0)
+
+    def tightest(self, other: TemplateLimits | None) -> TemplateLimits:
+        """Each limit the stricter of `self` and `other` (a template's limits and a call's)."""
+        if other is None:
+            return self
+        merged = {
+            name: min(values)
+            if (values := [v for v in (getattr(self, name), getattr(other, name)) if v is not None])
+            else None
+            for name in type(self).model_fields
+        }
+        return TemplateLimits(**merged)
+
+
+@attrs.frozen(kw_only=True)
+class TextOrigin:
+    """Where a text field's value starts in its source, to point at a line inside it."""
+
+    location: SourceLocation
+    # A YAML block scalar (`|`) starts on the line after its indicator, at a fixed indent.
+    block: bool = False
+
+    def locate(self, offset: int, text: str) -> SourceLocation:
+        """The source location of character `offset` of `text`."""
+        line_index = text.count("\n", 0, offset)
+        column = offset - (text.rfind("\n", 0, offset) + 1)
+        base = self.location
+        if base.line is None:
+            return base
+        if self.block:
+            return SourceLocation(file=base.file, line=base.line + 1 + line_index, column=None)
+        if line_index == 0 and base.column is not None:
+            return SourceLocation(file=base.file, line=base.line, column=base.column + column)
+        return SourceLocation(file=base.file, line=base.line + line_index, column=None)
+
+
+@attrs.frozen(kw_only=True)
+class Placeholder:
+    """One `{{param}}` or `{{param.field.sub}}` occurrence in a text."""
+
+    param: str
+    path: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def text(self) -> str:
+        return "{{" + ".".join((self.param, *self.path)) + "}}"
+
+
+def find_placeholders(text: str) -> tuple[list[Placeholder], list[tuple[int, str]]]:
+    """Split out the placeholders of `text`: the valid ones, and (offset, raw) for malformed ones."""
+    found: list[Placeholder] = []
+    malformed: list[tuple[int, str]] = []
+    for match in _BRACES_RE.finditer(text):
+        inner = _PLACEHOLDER_RE.match(match.group(1))
+        if inner is None:
+            malformed.append((match.start(), match.group(0)))
+            continue
+        path = tuple(p for p in inner.group(2).split(".") if p)
+        found.append(Placeholder(param=inner.group(1), path=path, start=match.start(), end=match.end()))
+    return found, malformed
+
+
+class Template(BaseModel):
+    """An atomic task: a named prompt with typed parameters and a declared answer format.
+
+    Example:
+        ```python
+        Template(
+            name="greet",
+            params={"who": ParamSpec(type="str")},
+            instructions="Say hello to {{who}}.",
+        )
+        ```
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    description: str | None = None
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    system: str | None = None
+    instructions: str
+    output_format: OutputFormat = Field(default_factory=OutputFormat)
+    model: str | None = None
+    fallbacks: list[str] = Field(default_factory=list)
+    retries: int | None = Field(default=None, ge=0, le=20)
+    limits: TemplateLimits | None = None
+    repair: RepairSetting = RepairMode.SAFE
+    """`safe` (the default; `true`), `lenient`, or `off` (`false`): see `RepairMode`."""
+    model_settings: dict[str, Any] | None = None
+    """pydantic-ai `ModelSettings` for this template's calls (`temperature`, `max_tokens`, `seed`, ...)."""
+    cache: CachePolicy | None = None
+    """Serve repeated calls from the response cache: `true`, `false` or `{ttl: 1h}`; off when absent."""
+
+    _location: SourceLocation | None = PrivateAttr(default=None)
+    _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_model_setting_keys(cls, data: Any) -> Any:
+        # `temperature: 0` beside `instructions` would only be "unknown key": say where it belongs.
+        if isinstance(data, dict):
+            misplaced = [key for key in data if key in MODEL_SETTING_HINTS]
+            if misplaced:
+                raise ValidationError.from_exception_data(
+                    cls.__name__,
+                    [
+                        InitErrorDetails(
+                            type=PydanticCustomError(
+                                "model_setting_key",
+                                "a model setting, not a template key; write it under `model_settings`: "
+                                f"`model_settings: {{{key}: {_yaml_scalar(data[key])}}}`",
+                            ),
+                            loc=(key,),
+                            input=data[key],
+                        )
+                        for key in misplaced
+                    ],
+                )
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError(
+                f"template name {value!r} must start with a letter or `_` and contain only letters, digits, `_` and `-`"
+            )
+        return value
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _shorthand_params(cls, value: Any) -> Any:
+        # `text: str` is shorthand for `text: {type: str}`; `params: [a, b]` declares untyped params.
+        if isinstance(value, list):
+            return {str(name): {"type": "any"} for name in value}
+        if isinstance(value, dict):
+            return {k: ({"type": v} if isinstance(v, str) else v) for k, v in value.items()}
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, value: dict[str, ParamSpec]) -> dict[str, ParamSpec]:
+        for name in value:
+            if not re.fullmatch(_IDENT, name):
+                raise ValueError(f"parameter name {name!r} is not an identifier (letters, digits and `_`)")
+        return value
+
+    @property
+    def location(self) -> SourceLocation | None:
+        """Where this template was declared, when it came from a file or source text."""
+        return self._location
+
+    def located(self, location: SourceLocation | None, origins: dict[str, TextOrigin] | None = None) -> Template:
+        """Attach its source location (and where its text fields start); returns `self`."""
+        self._location = location
+        if origins:
+            self._origins = dict(origins)
+        return self
+
+    def location_of(self, field: str) -> SourceLocation | None:
+        """The location of one field (`instructions`, `output_format.schema`, ...), else the template's."""
+        origin = self._origins.get(field)
+        return origin.location if origin is not None else self._location
+
+    def origin_of(self, field: str) -> TextOrigin | None:
+        """Where a text field starts in its source, if known."""
+        return self._origins.get(field)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """How a value is written in YAML flow style, for a message that shows the fix."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)

@@ -1,0 +1,382 @@
+"""A fake LLM provider on localhost that speaks the OpenAI and Anthropic wire formats over real HTTP.
+
+The provider SDKs, their HTTP client and pydantic-ai's adapters all run for real, so a test sees what
+a user's code would see from the provider: parsed output, retries on bad output, `ModelHTTPError` on
+error statuses, connection errors on a dropped connection. Only the stdlib and `attrs` are imported
+here; the SDKs are imported inside the methods that build pydantic-ai models.
+
+The server itself lives here; the values a test scripts and reads back are in `_replies`, the two
+wire formats and the HTTP plumbing in `_wire`, the batch endpoints in `_batches`. The kit's public names
+are exported from `atomtask.testing`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
+
+from atomtask.testing._batches import FakeBatches
+from atomtask.testing._replies import (
+    WIRE_BY_PATH,
+    Answer,
+    DelayedReply,
+    DisconnectReply,
+    EmptyReply,
+    ErrorReply,
+    RecordedRequest,
+    ServerReply,
+    TextReply,
+    ToolCallReply,
+    TruncatedStreamReply,
+    Wire,
+    estimated_usage,
+    offered_tool,
+)
+from atomtask.testing._wire import (
+    Handler,
+    HTTPServer,
+    anthropic_events,
+    anthropic_message,
+    cut,
+    openai_completion,
+    openai_events,
+    send_error,
+    send_json,
+    send_stream,
+)
+
+if TYPE_CHECKING:
+    import httpx2
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.settings import ModelSettings
+
+__all__ = [
+    "FakeProviderServer",
+]
+
+
+class FakeProviderServer:
+    """A fake OpenAI/Anthropic provider on `127.0.0.1`, answering requests with scripted replies in order.
+
+    Example:
+        ```python
+        with FakeProviderServer() as server:
+            server.script(Reply.tool_call(args={'name': 'Ada'}))
+            agent = Agent(server.openai_chat_model(), output_type=Person)
+            with override_allow_model_requests(True):
+                assert Person(name='Ada') == agent.run_sync('Who?').output
+            assert 'tools' in server.requests[0].body
+        ```
+
+    Routes: `POST /v1/chat/completions` (OpenAI chat completions) and `POST /v1/messages` (Anthropic
+    messages), each as JSON or, when the body has `"stream": true`, as server-sent events; and the batch
+    APIs (OpenAI files and batches, Anthropic message batches), programmed through `server.batches`
+    (`_batches`), whose requests are answered by the same script or responder. When the
+    script runs out the server answers HTTP 500 "no scripted reply left" with `x-should-retry: false`, so
+    the SDKs don't retry it. Every request is recorded in `requests`, in order.
+
+    Code that builds its model from a model string reaches the server through the SDKs' environment
+    variables: `OPENAI_BASE_URL=server.openai_base_url` with `openai-chat:<model>`, and
+    `ANTHROPIC_BASE_URL=server.anthropic_base_url` with `anthropic:<model>` (with any `OPENAI_API_KEY` /
+    `ANTHROPIC_API_KEY`). Those models keep the SDKs' default of 2 retries with backoff on 5xx, 429 and
+    dropped connections; the models from `openai_chat_model()` and `anthropic_model()` try once.
+
+    Every answer closes its connection (`Connection: close`), so no pooled connection outlives a
+    test; `keep_alive=True` keeps connections open between answers, as a real provider does (for
+    benchmarks, where a new connection per request would be measured instead of the client).
+    """
+
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
+        self._lock = threading.Lock()
+        self._replies: deque[ServerReply] = deque()
+        self._scripted = 0
+        self._responder: Callable[[RecordedRequest], ServerReply] | None = None
+        self._requests: list[RecordedRequest] = []
+        self._connections: set[socket.socket] = set()
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd: HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.batches = FakeBatches(self)  # the batch endpoints' state (`_batches`)
+
+    # Lifecycle
+
+    def start(self) -> Self:
+        """Bind a free port on 127.0.0.1 and serve in a background thread; `close()` stops it."""
+        if self._closing.is_set():
+            raise RuntimeError("This FakeProviderServer was closed; create a new one.")
+        if self._httpd is None:
+            self._httpd = HTTPServer(self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                # `close()` waits up to one poll interval for the loop to notice; 10 ms keeps teardown quick.
+                kwargs={"poll_interval": 0.01},
+                name="fake-provider",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving, drop open connections (waking delayed replies) and free the port; idempotent."""
+        self._closing.set()
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            cut(connection)
+        httpd.server_close()  # Joins the handler threads, which the cut connections let finish.
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # Script and record
+
+    def script(self, *replies: ServerReply) -> None:
+        """Queue `replies`; each request to a served path takes the next one."""
+        with self._lock:
+            self._replies.extend(replies)
+            self._scripted += len(replies)
+
+    def respond_with(self, responder: Callable[[RecordedRequest], ServerReply] | None) -> None:
+        """Answer every request the script does not cover with `responder(request)` (None: stop).
+
+        For many concurrent requests whose order is not known (a batch), the reply can depend on the
+        request: `server.respond_with(lambda r: Reply.tool_call(args=...) if "a" in str(r.body) else ...)`.
+        It is called on the server's handler threads, so it must be thread-safe.
+        """
+        with self._lock:
+            self._responder = responder
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies are still unused."""
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of every request received so far, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    # Addresses and models
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:<port>`, once started."""
+        if self._httpd is None:
+            raise RuntimeError(
+                "The FakeProviderServer is not running: call `start()` or use `with FakeProviderServer()`."
+            )
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The `base_url` for the OpenAI SDK (it appends `/chat/completions`)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The `base_url` for the Anthropic SDK (it appends `/v1/messages` itself)."""
+        return self.base_url
+
+    def openai_chat_model(
+        self, model_name: str = "gpt-4o-mini", *, max_retries: int = 0, settings: ModelSettings | None = None
+    ) -> OpenAIChatModel:
+        """A pydantic-ai `OpenAIChatModel` wired to this server, dummy key, `max_retries` SDK retries."""
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=self.openai_base_url, api_key="test-key", http_client=_http_client())
+        return OpenAIChatModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
+
+    def anthropic_model(
+        self,
+        model_name: str = "claude-haiku-4-5",
+        *,
+        max_retries: int = 0,
+        settings: ModelSettings | None = None,
+    ) -> AnthropicModel:
+        """A pydantic-ai `AnthropicModel` wired to this server, dummy key, `max_retries` SDK retries."""
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(base_url=self.anthropic_base_url, api_key="test-key", http_client=_http_client())
+        return AnthropicModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
+
+    # Called from handler threads
+
+    def _track(self, connection: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+        if add and self._closing.is_set():
+            cut(connection)
+
+    def _record(self, request: RecordedRequest) -> int:
+        with self._lock:
+            self._requests.append(request)
+            return len(self._requests)
+
+    def _next_reply(self, number: int, request: RecordedRequest | None = None) -> ServerReply | ErrorReply:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+            scripted = self._scripted
+            responder = self._responder
+        if responder is not None and request is not None:
+            return responder(request)
+        message = (
+            f"FakeProviderServer: no scripted reply left for request #{number} "
+            f"({scripted} scripted). Add replies with `server.script(...)`."
+        )
+        return _final(500, message)
+
+    def _handle(self, handler: Handler) -> None:
+        path = urlsplit(handler.path).path
+        raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        try:
+            parsed: object = json.loads(raw) if raw else {}
+        except ValueError:
+            parsed = None
+        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        headers = {name.lower(): value for name, value in handler.headers.items()}
+        request = RecordedRequest(path=path, headers=headers, body=body)
+        number = self._record(request)
+        if FakeBatches.serves(path):
+            self.batches.handle(handler, path, raw, headers)
+            return
+        wire = WIRE_BY_PATH.get(path)
+        if wire is None:
+            hint = (
+                " The Anthropic SDK appends `/v1/messages` to `server.anthropic_base_url`."
+                if "messages" in path
+                else ""
+            )
+            send_error(handler, "openai", _final(404, f"The fake provider does not serve {path!r}.{hint}"))
+            return
+        if not isinstance(parsed, dict):
+            send_error(handler, wire, _final(400, f"Request #{number} has no JSON object as its body."))
+            return
+        self._answer(handler, wire, self._next_reply(number, request), body, raw_size=len(raw), number=number)
+
+    def _answer(
+        self,
+        handler: Handler,
+        wire: Wire,
+        reply: ServerReply,
+        body: dict[str, Any],
+        *,
+        raw_size: int,
+        number: int,
+    ) -> None:
+        match reply:
+            case DelayedReply(seconds=seconds, reply=inner):
+                if self._closing.wait(seconds):
+                    cut(handler.connection)
+                    handler.close_connection = True
+                else:
+                    self._answer(handler, wire, inner, body, raw_size=raw_size, number=number)
+            case ErrorReply():
+                send_error(handler, wire, reply)
+            case DisconnectReply():
+                cut(handler.connection)
+                handler.close_connection = True
+            case TextReply() | ToolCallReply() | TruncatedStreamReply() | EmptyReply():
+                answer = self._resolve(reply, wire, body, raw_size=raw_size, number=number)
+                if isinstance(answer, ErrorReply):
+                    send_error(handler, wire, answer)
+                    return
+                model = str(body.get("model", "fake-model"))
+                empty = isinstance(reply, EmptyReply)
+                if body.get("stream") is True:
+                    events = (
+                        openai_events(answer, model, empty=empty)
+                        if wire == "openai"
+                        else anthropic_events(answer, model, empty=empty)
+                    )
+                    send_stream(handler, events, truncate=isinstance(reply, TruncatedStreamReply))
+                else:
+                    payload = (
+                        openai_completion(answer, model, empty=empty)
+                        if wire == "openai"
+                        else anthropic_message(answer, model, empty=empty)
+                    )
+                    send_json(handler, 200, payload, truncate=isinstance(reply, TruncatedStreamReply))
+
+    def _resolve(
+        self,
+        reply: TextReply | ToolCallReply | TruncatedStreamReply | EmptyReply,
+        wire: Wire,
+        body: dict[str, Any],
+        *,
+        raw_size: int,
+        number: int,
+    ) -> Answer | ErrorReply:
+        """Settle what goes on the wire for a content reply: the tool name, the arguments as a string."""
+        reply_id = next(self._ids)
+        if isinstance(reply, ToolCallReply):
+            name = reply.name or offered_tool(wire, body)
+            if name is None:
+                return _final(
+                    500,
+                    f"FakeProviderServer: `Reply.tool_call()` without a name calls the first tool offered, "
+                    f"but request #{number} offered none. Pass `name=`.",
+                )
+            arguments = reply.args if isinstance(reply.args, str) else json.dumps(dict(reply.args))
+            usage = reply.usage or estimated_usage(raw_size, arguments)
+            return Answer(reply_id=reply_id, text=None, tool_name=name, arguments=arguments, usage=usage)
+        if isinstance(reply, EmptyReply):
+            usage = reply.usage or estimated_usage(raw_size, "")
+            return Answer(reply_id=reply_id, text=None, tool_name=None, arguments=None, usage=usage)
+        usage = (reply.usage if isinstance(reply, TextReply) else None) or estimated_usage(raw_size, reply.text)
+        return Answer(reply_id=reply_id, text=reply.text, tool_name=None, arguments=None, usage=usage)
+
+
+def _final(status: int, message: str) -> ErrorReply:
+    """An error of the fake server itself, which the SDKs must not retry."""
+    return ErrorReply(
+        status=status, message=message, headers={"x-should-retry": "false"}, error_type="fake_server_error"
+    )
+
+
+def _http_client() -> httpx2.AsyncClient:
+    """pydantic-ai's default client, minus the ~30 ms of loading CA certificates that plain HTTP never uses.
+
+    The server closes every connection after its answer, so the client pools nothing: it needs no closing
+    and can serve any event loop, which is what pydantic-ai otherwise manages for a client it creates.
+    """
+    import httpx2
+    from pydantic_ai.models import create_async_httpx2_client
+
+    return create_async_httpx2_client(transport=httpx2.AsyncHTTPTransport(verify=False))
+
+
+def _with_retries(max_retries: int, settings: ModelSettings | None) -> ModelSettings:
+    from pydantic_ai.settings import ModelSettings
+
+    merged = ModelSettings(max_retries=max_retries)
+    merged.update(settings or {})
+    return merged

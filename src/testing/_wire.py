@@ -1,0 +1,330 @@
+"""The wire of the fake provider: the OpenAI and Anthropic formats, and the HTTP server that writes them.
+
+A completion (OpenAI chat completions) or a message (Anthropic messages) as JSON or as server-sent
+events, and each provider's error types by status. `HTTPServer` is a threaded server on 127.0.0.1 that
+hands every connection and `POST` to its owner (a `FakeProviderServer`); the `send_*` functions write a
+JSON body, a chunked server-sent event stream or a provider-shaped error, each optionally cut off
+midway, and `cut` drops a connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final, Protocol
+
+from atomtask.testing._replies import Answer, ErrorReply, TokenUsage, Wire, pieces
+
+__all__ = [
+    "ANTHROPIC_ERRORS",
+    "OPENAI_ERRORS",
+    "HTTPServer",
+    "Handler",
+    "anthropic_events",
+    "anthropic_message",
+    "cut",
+    "openai_completion",
+    "openai_events",
+    "send_error",
+    "send_json",
+    "send_stream",
+]
+
+_CREATED: Final = 1_700_000_000  # A fixed timestamp keeps recorded responses deterministic.
+
+OPENAI_ERRORS: Final[dict[int, tuple[str, str | None]]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def openai_completion(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
+    """A chat completion carrying `answer`; `empty` sends `choices: []` (a fault some providers and proxies show)."""
+    message: dict[str, Any] = {"role": "assistant", "content": answer.text, "refusal": None}
+    if answer.tool_name is not None:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{answer.reply_id}",
+                "type": "function",
+                "function": {"name": answer.tool_name, "arguments": answer.arguments},
+            }
+        ]
+    return {
+        "id": f"chatcmpl-{answer.reply_id}",
+        "object": "chat.completion",
+        "created": _CREATED,
+        "model": model,
+        "choices": []
+        if empty
+        else [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "stop" if answer.tool_name is None else "tool_calls",
+            }
+        ],
+        "usage": _openai_usage(answer.usage),
+    }
+
+
+def _openai_usage(usage: TokenUsage) -> dict[str, int]:
+    total = usage.input_tokens + usage.output_tokens
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": total,
+    }
+
+
+def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[str]:
+    """The chunks of a streamed completion; `empty` sends only the final usage chunk (no choice ever)."""
+
+    def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> str:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+        data: dict[str, Any] = {
+            "id": f"chatcmpl-{answer.reply_id}",
+            "object": "chat.completion.chunk",
+            "created": _CREATED,
+            "model": model,
+            "choices": choices,
+        }
+        if delta is None:
+            data["usage"] = _openai_usage(answer.usage)
+        return f"data: {json.dumps(data)}\n\n"
+
+    if empty:
+        return [chunk(None), "data: [DONE]\n\n"]
+    events = [chunk({"role": "assistant", "content": ""})]
+    if answer.tool_name is None:
+        events += [chunk({"content": piece}) for piece in pieces(answer.text or "")]
+        events.append(chunk({}, "stop"))
+    else:
+        call = {"index": 0, "id": f"call_{answer.reply_id}", "type": "function"}
+        events.append(chunk({"tool_calls": [{**call, "function": {"name": answer.tool_name, "arguments": ""}}]}))
+        events += [
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces(answer.arguments or "")
+        ]
+        events.append(chunk({}, "tool_calls"))
+    return [*events, chunk(None), "data: [DONE]\n\n"]
+
+
+ANTHROPIC_ERRORS: Final[dict[int, str]] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def _anthropic_arguments(answer: Answer) -> object:
+    """Anthropic's JSON `input` is an object, so a raw argument string that isn't one goes in verbatim."""
+    assert answer.arguments is not None
+    try:
+        return json.loads(answer.arguments)
+    except ValueError:
+        return answer.arguments
+
+
+def anthropic_message(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
+    """A message carrying `answer`; `empty` sends `content: []`."""
+    if answer.tool_name is None:
+        content: dict[str, Any] = {"type": "text", "text": answer.text}
+    else:
+        content = {
+            "type": "tool_use",
+            "id": f"toolu_{answer.reply_id}",
+            "name": answer.tool_name,
+            "input": _anthropic_arguments(answer),
+        }
+    return {
+        "id": f"msg_{answer.reply_id}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [] if empty else [content],
+        "stop_reason": "end_turn" if answer.tool_name is None else "tool_use",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(answer.usage.input_tokens, answer.usage.output_tokens),
+    }
+
+
+def _anthropic_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def anthropic_events(answer: Answer, model: str, *, empty: bool = False) -> list[str]:
+    """The events of a streamed message; `empty` sends no content block at all."""
+
+    def event(data: dict[str, Any]) -> str:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+    start = {**anthropic_message(answer, model), "content": [], "stop_reason": None}
+    start["usage"] = _anthropic_usage(answer.usage.input_tokens, 1)
+    if answer.tool_name is None:
+        block: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(answer.text or "")]
+    else:
+        block = {"type": "tool_use", "id": f"toolu_{answer.reply_id}", "name": answer.tool_name, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(answer.arguments or "")]
+    stop_reason = "end_turn" if answer.tool_name is None else "tool_use"
+    content = [
+        event({"type": "content_block_start", "index": 0, "content_block": block}),
+        *(event({"type": "content_block_delta", "index": 0, "delta": delta}) for delta in deltas),
+        event({"type": "content_block_stop", "index": 0}),
+    ]
+    return [
+        event({"type": "message_start", "message": start}),
+        *([] if empty else content),
+        event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": _anthropic_usage(answer.usage.input_tokens, answer.usage.output_tokens),
+            }
+        ),
+        event({"type": "message_stop"}),
+    ]
+
+
+class _Owner(Protocol):
+    """What the server hands its connections and requests to: a `FakeProviderServer`."""
+
+    keep_alive: bool
+
+    def _track(self, connection: socket.socket, *, add: bool) -> None: ...
+
+    def _handle(self, handler: Handler) -> None: ...
+
+
+class HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver's default backlog of 5 drops connections a batch opens at once (each retried ~1 s later).
+    request_queue_size = 1024
+
+    def __init__(self, fake: _Owner) -> None:
+        self.fake = fake
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
+        # A client that gives up (a timeout test) or a cut we made is no server failure worth a traceback.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 for chunked bodies, so a cut-off stream is detectably incomplete. Every response still says
+    # `Connection: close` (unless the server keeps connections alive): the client then closes its socket
+    # after each answer, and no pooled connection outlives a test to be reported as an unclosed transport.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # Without it every small write waits ~40 ms for a delayed ACK.
+    timeout = 60  # A safety net: an idle connection never outlives a forgotten server by long.
+    server: HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.server.fake._track(self.connection, add=False)
+
+    def do_POST(self) -> None:
+        self.server.fake._handle(self)
+
+    def do_GET(self) -> None:  # the batch endpoints' status and result downloads
+        self.server.fake._handle(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _error_body(wire: Wire, error: ErrorReply) -> dict[str, Any]:
+    if wire == "openai":
+        default_type, default_code = OPENAI_ERRORS.get(error.status, ("server_error", None))
+        return {
+            "error": {
+                "message": error.message,
+                "type": error.error_type or default_type,
+                "param": None,
+                "code": error.code or default_code,
+            }
+        }
+    error_type = error.error_type or ANTHROPIC_ERRORS.get(error.status, "api_error")
+    return {"type": "error", "error": {"type": error_type, "message": error.message}}
+
+
+def send_error(handler: Handler, wire: Wire, error: ErrorReply) -> None:
+    send_json(handler, error.status, _error_body(wire, error), headers=error.headers)
+
+
+def send_json(
+    handler: Handler,
+    status: int,
+    payload: dict[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+    truncate: bool = False,
+) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    if not handler.server.fake.keep_alive:
+        handler.send_header("Connection", "close")
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    if truncate:
+        handler.wfile.write(data[: len(data) // 2])
+        cut(handler.connection)
+        handler.close_connection = True
+    else:
+        handler.wfile.write(data)
+
+
+def send_stream(handler: Handler, events: list[str], *, truncate: bool) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Transfer-Encoding", "chunked")
+    if not handler.server.fake.keep_alive:
+        handler.send_header("Connection", "close")
+    handler.end_headers()
+    for event in events[: max(1, len(events) // 2)] if truncate else events:
+        data = event.encode()
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    if truncate:
+        # No terminating zero-length chunk: the client sees an incomplete body, not a short stream.
+        cut(handler.connection)
+        handler.close_connection = True
+    else:
+        handler.wfile.write(b"0\r\n\r\n")
+
+
+def cut(connection: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)

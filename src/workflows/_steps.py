@@ -1,0 +1,332 @@
+"""Running one step: its task (or sub-workflow) call with `on_failure` escalation, `for_each` items, `parallel` groups.
+
+Each call gets the options that apply to it, stacked with `CallOptions.over` (a `retry_with` model over
+the run's options over the step's over the workflow's; the task's own lie below, in the executor) and
+what is left of the run's budget. A call's answer is validated into the state before the step counts
+as done (once: the state it makes is the run's next state); a value that does not fit fails the step
+(and `retry_with` tries the next model). Every call is recorded as a `StepVisit`, in order, whatever
+happens next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+from atomtask._logs import get_logger
+from atomtask.errors import ExpressionRuntimeError, StateWriteError
+from atomtask.executors._atomic import AtomicTaskExecutor
+from atomtask.handlers._budget import Budget
+from atomtask.system._options import CallOptions
+from atomtask.system._results import (
+    FailureReason,
+    StepStatus,
+    StepVisit,
+    TaskError,
+    TaskResult,
+    TaskStatus,
+    WorkflowResult,
+)
+from atomtask.workflows._compiled import CompiledStep, CompiledWorkflow, to_plain
+from atomtask.workflows._expressions import read_path
+from atomtask.workflows._state import write_state
+from pydantic import BaseModel
+
+__all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items", "skipped"]
+
+log = get_logger(__name__)
+_T = TypeVar("_T")
+#: Runs a sub-workflow: (compiled, inputs, the options it runs with, its budget) -> its result.
+ChildRunner = Callable[[CompiledWorkflow, Mapping[str, Any], CallOptions, Budget], Awaitable[WorkflowResult[Any]]]
+
+
+@attrs.define
+class RunContext:
+    """One run: its workflow, executor, options (its limits are the budget's), and how to run a sub-workflow."""
+
+    compiled: CompiledWorkflow
+    executor: AtomicTaskExecutor
+    options: CallOptions
+    budget: Budget
+    run_child: ChildRunner
+
+
+@attrs.frozen(kw_only=True)
+class Attempted:
+    """How a step (or one item or member of it) ended: its visits, and its writes or its failure."""
+
+    visits: list[StepVisit]
+    writes: dict[str, Any] = attrs.field(factory=dict)
+    #: The state after the writes, validated once, by the step; None when there is nothing new (or the
+    #: writes come from a checkpoint, to be validated into the run's state).
+    state: BaseModel | None = None
+    answer: Any = None
+    failure: TaskError | None = None
+    #: The run must stop whatever `on_failure` says (its limits are reached, a `when` could not be evaluated).
+    terminal: bool = False
+
+
+def _failure(reason: FailureReason, message: str, step: CompiledStep, **details: Any) -> TaskError:
+    return TaskError(reason=reason, message=message, step=step.id, details=details)
+
+
+async def run_attempts(
+    ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int, *, item: Any = None, index: int | None = None
+) -> Attempted:
+    """Run a task or sub-workflow step once per model of its escalation until one fits; `state` is not changed.
+
+    When the run's limits are reached before a call, no call is made and the outcome is `terminal`.
+    """
+    env = {"state": state, step.step.as_: item} if index is not None else {"state": state}
+    try:
+        inputs = {name: _fit(value.render(env), step.param_types.get(name)) for name, value in step.inputs.items()}
+    except ExpressionRuntimeError as exc:
+        unrendered = _failure(FailureReason.EXPRESSION_ERROR, f"Step {step.id!r}: {exc}.", step)
+        _log_failed(ctx, step, unrendered)
+        return Attempted(
+            visits=[_visit(step, visit, 0, index, StepStatus.FAILED, error=unrendered)], failure=unrendered
+        )
+    visits: list[StepVisit] = []
+    failure: TaskError | None = None
+    for attempt, retry_model in enumerate([None, *step.step.on_failure.retry_with]):
+        spent = ctx.budget.exhausted()
+        if spent is not None:
+            limit = ctx.budget.describe(spent)
+            over = _failure(
+                FailureReason.USAGE_LIMIT_EXCEEDED,
+                f"The run reached its limit `{limit}` before step {step.id!r} could run; raise `limits` or "
+                "shorten the run.",
+                step,
+                limit=limit,
+            )
+            _log_failed(ctx, step, over)
+            return Attempted(visits=visits, failure=over, terminal=True)
+        log.info("step_started", workflow=ctx.compiled.name, step=step.id, visit=visit, attempt=attempt, item=index)
+        result, child = await _call(ctx, step, inputs, retry_model)
+        usage = result.notes.usage if result is not None else child.usage if child is not None else None
+        if result is not None and usage is not None:
+            ctx.budget.spend(usage)  # a sub-workflow's calls were counted by its own budget
+        answer, failure = _answer(step, result, child)
+        writes: dict[str, Any] = {}
+        new: BaseModel | None = None
+        if failure is None:
+            try:
+                writes, new = _writes(step, state, answer)
+            except (StateWriteError, ExpressionRuntimeError) as exc:
+                failure = _write_failure(step, exc)
+        status = StepStatus.COMPLETE if failure is None else StepStatus.FAILED
+        visits.append(
+            _visit(step, visit, attempt, index, status, result=result, child=child, error=failure, model=retry_model)
+        )
+        if failure is None:
+            log.info(
+                "step_completed", workflow=ctx.compiled.name, step=step.id, visit=visit, attempt=attempt, item=index
+            )
+            return Attempted(visits=visits, writes=writes, state=new, answer=answer)
+        _log_failed(ctx, step, failure)
+    return Attempted(visits=visits, failure=failure)
+
+
+def _log_failed(ctx: RunContext, step: CompiledStep, failure: TaskError) -> None:
+    log.warning(
+        "step_failed", workflow=ctx.compiled.name, step=step.id, reason=failure.reason.value, message=failure.message
+    )
+
+
+def _fit(value: Any, annotation: Any) -> Any:
+    """A value for a parameter: a class instance goes as it is into its own class, as its fields elsewhere."""
+    if isinstance(value, BaseModel) and not (isinstance(annotation, type) and isinstance(value, annotation)):
+        return to_plain(value)
+    return value
+
+
+async def _call(
+    ctx: RunContext, step: CompiledStep, inputs: dict[str, Any], retry_model: str | None
+) -> tuple[TaskResult[Any] | None, WorkflowResult[Any] | None]:
+    asked = ctx.options if retry_model is None else CallOptions(model=retry_model).over(ctx.options)
+    if step.child is not None:  # the sub-workflow's own steps and workflow decide the rest
+        child_budget = Budget(limits=step.child.workflow.limits, parent=ctx.budget)
+        options = asked.over(CallOptions(model=step.step.model))
+        return None, await ctx.run_child(step.child, inputs, options, child_budget)
+    assert step.step.task is not None
+    options = CallOptions(limits=ctx.budget.remaining()).over(asked).over(step.options).over(ctx.compiled.options)
+    return await ctx.executor.execute_async(step.step.task, inputs, options), None
+
+
+def _answer(
+    step: CompiledStep, result: TaskResult[Any] | None, child: WorkflowResult[Any] | None
+) -> tuple[Any, TaskError | None]:
+    if result is not None:
+        if result.status is TaskStatus.COMPLETE:
+            return result.parsedContent if result.parsedContent is not None else result.content, None
+        error = result.error
+        why = f"{error.reason.value}: {error.message}" if error is not None else "no error recorded"
+        return None, _failure(
+            FailureReason.STEP_FAILED,
+            f"Step {step.id!r}: task {step.step.task!r} failed ({why})",
+            step,
+            task_reason=error.reason.value if error is not None else None,
+        )
+    assert child is not None
+    if child.status is TaskStatus.COMPLETE:
+        return child.state, None
+    inner = child.error
+    why = f"{inner.reason.value} at step {inner.step!r}: {inner.message}" if inner is not None else "no error recorded"
+    return None, _failure(
+        FailureReason.STEP_FAILED, f"Step {step.id!r}: workflow {step.step.workflow!r} failed ({why})", step
+    )
+
+
+def _writes(step: CompiledStep, state: BaseModel, answer: Any) -> tuple[dict[str, Any], BaseModel]:
+    """The values the step writes (outputs, then `set`), and the state they make: a copy of `state`, validated."""
+    writes = {field: read_path(answer, parts, "answer") for field, parts in step.output_map}
+    new = write_state(state, writes)
+    for field, expr in step.sets:
+        value = expr.evaluate({"state": new})
+        new = write_state(new, {field: value})
+        writes[field] = value
+    return writes, new
+
+
+def _write_failure(step: CompiledStep, exc: StateWriteError | ExpressionRuntimeError) -> TaskError:
+    if isinstance(exc, ExpressionRuntimeError):
+        return _failure(FailureReason.EXPRESSION_ERROR, f"Step {step.id!r}: {exc}.", step)
+    return _failure(
+        FailureReason.STATE_VALIDATION_FAILURE,
+        f"Step {step.id!r} wrote {_short(exc.value)} to `state.{exc.field}`, which does not fit: {exc.problem}.",
+        step,
+        field=exc.field,
+        value=to_plain(exc.value),
+        problem=exc.problem,
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _visit(
+    step: CompiledStep,
+    visit: int,
+    attempt: int,
+    index: int | None,
+    status: StepStatus,
+    *,
+    result: TaskResult[Any] | None = None,
+    child: WorkflowResult[Any] | None = None,
+    error: TaskError | None = None,
+    model: str | None = None,
+) -> StepVisit:
+    chosen = model or (result.notes.model if result is not None else None)
+    return StepVisit(
+        step=step.id,
+        visit=visit,
+        status=status,
+        attempt=attempt,
+        item=index,
+        task=step.step.task,
+        workflow=step.step.workflow,
+        model=chosen,
+        result=result,
+        subworkflow=child,
+        error=error,
+    )
+
+
+def skipped(step: CompiledStep, visit: int) -> StepVisit:
+    """The visit of a step that `when` skipped."""
+    return _visit(step, visit, 0, None, StepStatus.SKIPPED)
+
+
+async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int) -> Attempted:
+    """A `for_each` step: each element, at most `concurrency` at a time; the answers collected in order.
+
+    Once an element has failed, elements not yet started are not started (they would cost calls for a step
+    that failed), unless the step's `on_failure` is `continue`: then every element runs, and `collect` keeps
+    the answers of the elements that succeeded, in order (the failed ones left out), before `set` applies.
+    """
+    assert step.for_each is not None
+    try:
+        items = step.for_each.evaluate({"state": state})
+        items = list(items)
+    except (ExpressionRuntimeError, TypeError) as exc:
+        failure = _failure(FailureReason.EXPRESSION_ERROR, f"Step {step.id!r}, `for_each`: {exc}.", step)
+        return Attempted(visits=[_visit(step, visit, 0, None, StepStatus.FAILED, error=failure)], failure=failure)
+    gate = asyncio.Semaphore(step.step.concurrency)
+    bare = attrs.evolve(step, output_map=(), sets=())  # items only answer; the step writes once, after
+    keep_going = step.step.on_failure.action == "continue"
+    stopped = False
+
+    async def one(index: int, item: Any) -> Attempted | None:
+        nonlocal stopped
+        async with gate:
+            if stopped:
+                return None  # an earlier element failed: this one is not started
+            attempted = await run_attempts(ctx, bare, state, visit, item=item, index=index)
+            if attempted.failure is not None and (attempted.terminal or not keep_going):
+                stopped = True
+            return attempted
+
+    done = [a for a in await _gather([one(i, item) for i, item in enumerate(items)]) if a is not None]
+    visits = [v for attempted in done for v in attempted.visits]
+    failed = next((a for a in done if a.failure is not None and a.terminal), None) or next(
+        (a for a in done if a.failure is not None), None
+    )
+    if failed is not None and not (keep_going and not failed.terminal):
+        return Attempted(visits=visits, failure=failed.failure, terminal=failed.terminal)
+    writes: dict[str, Any] = {}
+    try:
+        new = state
+        if step.step.collect is not None:
+            writes[step.step.collect] = [a.answer for a in done if a.failure is None]
+            new = write_state(state, writes)
+        for field, expr in step.sets:
+            writes[field] = expr.evaluate({"state": new})
+            new = write_state(new, {field: writes[field]})
+    except (StateWriteError, ExpressionRuntimeError) as exc:
+        return Attempted(visits=visits, failure=_write_failure(step, exc))
+    left = failed.failure if failed is not None else None  # an element failed, and `on_failure` is `continue`
+    return Attempted(visits=visits, writes=writes, state=new if writes else None, failure=left)
+
+
+async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visit: int) -> Attempted:
+    """A `parallel` group: every member at once on the same state; joined in declaration order."""
+
+    async def one(member: CompiledStep) -> Attempted:
+        try:
+            skip = member.when is not None and not member.when.evaluate({"state": state})
+        except ExpressionRuntimeError as exc:
+            failure = _failure(FailureReason.EXPRESSION_ERROR, f"Step {member.id!r}, `when`: {exc}.", member)
+            return Attempted(visits=[_visit(member, visit, 0, None, StepStatus.FAILED, error=failure)],
+                             failure=failure, terminal=True)  # fmt: skip
+        if skip:
+            return Attempted(visits=[skipped(member, visit)])
+        if member.for_each is not None:
+            return await run_items(ctx, member, state, visit)
+        return await run_attempts(ctx, member, state, visit)
+
+    done = await _gather([one(member) for member in group.members])
+    visits = [v for attempted in done for v in attempted.visits]
+    writes: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # each member's fields as its own copy validated them (members write apart)
+    failed: Attempted | None = None
+    for member, attempted in zip(group.members, done, strict=True):
+        writes.update(attempted.writes)  # a failed member writes nothing, but `for_each` with `continue` may
+        if attempted.state is not None:
+            values.update((field, getattr(attempted.state, field)) for field in attempted.writes)
+        if attempted.failure is None:
+            continue
+        if (attempted.terminal or member.step.on_failure.action == "stop") and (failed is None or attempted.terminal):
+            failed = attempted if failed is None or not failed.terminal else failed
+    new = state.model_copy(update=values) if values else None
+    if failed is None:
+        return Attempted(visits=visits, writes=writes, state=new)
+    return Attempted(visits=visits, writes=writes, state=new, failure=failed.failure, terminal=failed.terminal)
+
+
+async def _gather(runs: list[Awaitable[_T]]) -> list[_T]:
+    """Every run to its end, in the order given: nothing paid for is dropped when one of them fails."""
+    return list(await asyncio.gather(*runs))

@@ -1,0 +1,244 @@
+"""`atomtask check` on workflows: every problem of every workflow, each with its E11x code and file:line:col."""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from atomtask import TaskSystem, WorkflowError
+from atomtask.cli._main import main
+from atomtask.lint import check
+
+TASKS = """\
+name: Rating
+description: A rating.
+fields:
+  - {name: score, type: int, description: The score.}
+---
+name: rate
+params: {text: str}
+instructions: "Rate {{text}}"
+output_format: {type: json, schema: Rating}
+"""
+
+FLOW = """\
+name: rate_it
+state:
+  - {name: text, type: str}
+  - {name: score, type: int, default: 0}
+steps:
+  - id: rate
+    task: rate
+    inputs: {text: "{{state.text}}"}
+    outputs: {score: score}
+    route:
+      - {when: "state.score < 5", to: rate}
+      - {to: end}
+    max_visits: 3
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def position(text: str, needle: str) -> tuple[int, int]:
+    """The 1-based line and column of the first `needle` in `text`."""
+    lines = text.splitlines()
+    line = next(i for i, t in enumerate(lines, start=1) if needle in t)
+    return line, lines[line - 1].index(needle) + 1
+
+
+def test_a_clean_workflow_has_no_findings_and_is_counted(tmp_path: Path) -> None:
+    """A correct workflow gives no finding; the report counts it."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    write(tmp_path, "flow.yaml", FLOW)
+    report = check([tmp_path])
+    assert ([], 1) == ([str(f) for f in report.findings], report.workflows)
+
+
+def test_a_state_path_typo_is_e113_at_the_path_as_load_raises_it(tmp_path: Path) -> None:
+    """`state.scroe` is E113 at its file:line:col with "did you mean", exactly what `TaskSystem.load` raises."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = FLOW.replace("state.score <", "state.scroe <")
+    path = write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    line, column = position(text, "state.scroe")
+    assert [("E113", str(path), line, column)] == [
+        (f.code, f.location.file, f.location.line, f.location.column) for f in findings if f.location
+    ]
+    assert "Did you mean `state.score`?" in findings[0].message
+    with pytest.raises(WorkflowError) as raised:
+        TaskSystem(templates=tmp_path)
+    assert (findings[0].message, findings[0].location) == (raised.value.message, raised.value.location)
+
+
+def test_every_problem_of_a_workflow_is_reported_with_its_code(tmp_path: Path) -> None:
+    """Several mistakes in one workflow are each a finding, under E111, E113, E115 and E118."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = (
+        FLOW.replace("{{state.text}}", "{{state.txt}}")
+        .replace("outputs: {score: score}", "outputs: {score: scor}")
+        .replace("    max_visits: 3\n", "")
+        + "  - id: later\n    task: rte\n"
+    )
+    write(tmp_path, "flow.yaml", text)
+    found = {f.code for f in check([tmp_path]).findings}
+    assert {"E111", "E113", "E115", "E118"} <= found
+
+
+def test_a_yaml_shape_mistake_is_e110(tmp_path: Path) -> None:
+    """An unknown step key is E110 at its line (not the generic E101), listing the step's keys."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = FLOW.replace("    max_visits: 3", "    max_visit: 3")
+    path = write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    assert [("E110", str(path), position(text, "max_visit")[0])] == [
+        (f.code, f.location.file, f.location.line) for f in findings if f.location
+    ]
+    assert "`steps.0.max_visit`: unknown key; valid keys: id, task" in findings[0].message
+
+
+def test_a_step_running_a_broken_template_says_it_is_invalid_not_unknown(tmp_path: Path) -> None:
+    """The task is declared but does not register: its own error is reported, and the step says why."""
+    path = write(tmp_path, "tasks.yaml", TASKS.replace("Rate {{text}}", "Rate {{txt}}"))
+    write(tmp_path, "flow.yaml", FLOW)
+    messages = {f.code: f.message for f in check([tmp_path]).findings}
+    assert "E102" in messages
+    assert f"runs task 'rate', which is declared at {path}:6:1 but invalid" in messages["E111"]
+
+
+def test_a_workflow_declared_twice_differently_is_e105(tmp_path: Path) -> None:
+    """Two different workflows with one name: E105 at the second, naming the first."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    write(tmp_path, "a.yaml", FLOW)
+    second = write(tmp_path, "b.yaml", FLOW.replace("max_visits: 3", "max_visits: 4"))
+    findings = check([tmp_path]).findings
+    assert [("E105", str(second))] == [(f.code, f.location.file if f.location else None) for f in findings]
+    assert f"already declared at {tmp_path / 'a.yaml'}:1:1" in findings[0].message
+
+
+def test_workflows_of_a_python_modules_system_are_checked_too(tmp_path: Path) -> None:
+    """The workflows a `--python` module's TaskSystem registered are counted with the files' workflows."""
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    write(folder, "tasks.yaml", TASKS)
+    write(folder, "flow.yaml", FLOW)
+    module = write(
+        tmp_path,
+        "app.py",
+        f"""\
+        from atomtask import TaskSystem
+
+        system = TaskSystem(templates={str(folder)!r})
+        """,
+    )
+    report = check(python=[str(module)])
+    assert ([], 1, 1) == ([str(f) for f in report.findings], report.templates, report.workflows)
+
+
+def test_the_cli_prints_workflow_findings_and_counts_workflows(tmp_path: Path) -> None:
+    """`atomtask check` prints each finding `file:line:col: CODE message` and counts workflows in the summary."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = FLOW.replace("state.score <", "state.scroe <")
+    path = write(tmp_path, "flow.yaml", text)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["check", str(tmp_path)], stdout=out, stderr=err)
+    line, column = position(text, "state.scroe")
+    lines = out.getvalue().splitlines()
+    assert 1 == code
+    assert lines[0].startswith(f"{path}:{line}:{column}: E113 Unknown path `state.scroe` in route 1 of step 'rate'")
+    assert "Found 1 error and 0 warnings in 2 files, 1 template, 1 schema, 1 workflow." == lines[-1]
+    out = io.StringIO()
+    main(["check", str(tmp_path), "--format", "json"], stdout=out, stderr=err)
+    assert 1 == json.loads(out.getvalue())["summary"]["workflows"]
+
+
+def test_every_workflow_code_is_explained(tmp_path: Path) -> None:
+    """`--explain E113` prints the rule's name (the error class's), summary and example."""
+    out = io.StringIO()
+    assert 0 == main(["check", "--explain", "e113"], stdout=out, stderr=io.StringIO())
+    assert out.getvalue().startswith("E113 workflow-state-path (error): a `state.x.y` path names no field of the state")
+    assert "state.scroe" in out.getvalue()
+
+
+def test_a_circle_of_sub_workflows_hides_no_other_finding(tmp_path: Path) -> None:
+    """E118 for a circle in one file; the other file's E111 and E113 are reported too, and loading still raises."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    circle = """\
+        name: rec1
+        state: [{name: text, type: str}]
+        steps: [{id: a, workflow: rec2, inputs: {text: "{{state.text}}"}}]
+        ---
+        name: rec2
+        state: [{name: text, type: str}]
+        steps: [{id: b, workflow: rec1, inputs: {text: "{{state.text}}"}}]
+        """
+    rec = write(tmp_path, "rec.yaml", circle)
+    other = write(tmp_path, "x.yaml", FLOW.replace("task: rate", "task: t_strr").replace("state.text", "state.scroe"))
+    found = [(f.code, f.location.file if f.location else None) for f in check([tmp_path]).findings]
+    assert [("E118", str(rec)), ("E118", str(rec)), ("E111", str(other)), ("E113", str(other))] == sorted(
+        found, key=lambda f: (f[1] != str(rec), f[0])
+    )
+    with pytest.raises(WorkflowError):
+        TaskSystem(templates=tmp_path)
+
+
+DURABLE_FLOW = (
+    FLOW.replace("name: rate_it\n", 'name: rate_it\nversion: "1.2"\n')
+    .replace("  - {name: score, type: int, default: 0}\n", "  - {name: score, type: int, default: 0}\n"
+             "  - {name: ok, type: bool, default: false}\n  - {name: secret, type: str, default: '', redact: true}\n")
+    .replace("      - {to: end}\n", "      - {to: gate}\n")
+    + "  - id: gate\n    type: approval\n    message: 'Score {{state.score}}, keep it?'\n    output: ok\n"
+    "    timeout: 24h\n"
+    "migrations:\n"
+    '  - {from: "1.0", to: "1.1", rename: {txt: text}}\n'
+    '  - {from: "1.1", to: "1.2", set: {score: 2}, resume_at: gate}\n'
+)  # fmt: skip
+
+
+def test_migrations_approval_and_redact_pass_the_check(tmp_path: Path) -> None:
+    """A workflow with a chain of migrations, an approval step and a redacted field has no finding."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    write(tmp_path, "flow.yaml", DURABLE_FLOW)
+    assert [] == [(f.code, f.message) for f in check([tmp_path]).findings]
+
+
+def test_a_migration_mistake_is_e120_at_its_line_and_column(tmp_path: Path) -> None:
+    """A migration writing a field the state lacks is E120 at the field, with "did you mean"."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("set: {score: 2}", "set: {scroe: 2}")
+    path = write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    line, column = position(text, "scroe: 2")
+    assert [("E120", str(path), line, column + len("scroe: "))] == [
+        (f.code, f.location.file, f.location.line, f.location.column) for f in findings if f.location
+    ]
+    assert "Did you mean 'score' or 'secret'?" in findings[0].message
+
+
+def test_an_approval_step_with_a_wrong_output_type_is_e114(tmp_path: Path) -> None:
+    """The decision goes to a bool (or `ApprovalDecision`) field; an int field is E114 at `output`."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("    output: ok\n", "    output: score\n")
+    write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    found = [(f.code, f.location.line) for f in findings if f.location]
+    assert [("E114", position(text, "output: score")[0])] == found
+
+
+def test_an_unknown_migration_key_is_e110_listing_the_migration_keys(tmp_path: Path) -> None:
+    """A typo inside `migrations:` is a shape mistake at its line, naming the keys a migration has."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = DURABLE_FLOW.replace("rename: {txt: text}", "renam: {txt: text}")
+    write(tmp_path, "flow.yaml", text)
+    findings = check([tmp_path]).findings
+    assert [("E110", position(text, "renam:")[0])] == [(f.code, f.location.line) for f in findings if f.location]
+    assert "`migrations.0.renam`: unknown key; valid keys: from, to, rename, drop, set, convert, call" in (
+        findings[0].message
+    )
