@@ -268,7 +268,9 @@ def check_options(
     provider, a negative `retries=`, a limit that is not a positive number, an unknown repair mode, an
     unknown or mistyped model setting, a `cache=` that is not a cache setting.
     """
-    if all(value is None for value in (model, retries, limits, repair, model_settings, cache)):
+    # The usual call asks nothing (checked on every `execute`): plain tests, no allocation.
+    nothing_asked = model is None and retries is None and limits is None and repair is None
+    if nothing_asked and model_settings is None and cache is None:
         return NO_OPTIONS
     if isinstance(model, str):
         check_model_string(model, where=f"`model=` of {where}")

@@ -320,3 +320,18 @@ def test_the_loop_that_drove_durable_runs_works_after_dbos_moves_store_and_stops
     assert 1 == run_blocking(asyncio.to_thread(lambda: 1))
     _store.shutdown()
     assert 2 == run_blocking(asyncio.to_thread(lambda: 2))
+
+
+def test_a_recorded_spec_that_does_not_read_is_a_corrupt_checkpoint_naming_the_run() -> None:
+    """A stored run input that is no `RunSpec` (a workflow name, but limits that are not limits) is refused, located."""
+    from types import SimpleNamespace
+
+    from atomtask.runs._records import spec_of
+
+    status = SimpleNamespace(input={"args": [{"workflow": "flow", "limits": {"requests": "many"}}]})
+    with pytest.raises(CorruptCheckpointError) as raised:
+        spec_of("r-1", status)
+    assert "r-1" == raised.value.run_id
+    assert "its recorded inputs do not read as a run's spec" in raised.value.problem
+    with pytest.raises(CorruptCheckpointError, match="its recorded inputs are not an atomtask run's"):
+        spec_of("r-2", SimpleNamespace(input=None))
