@@ -1,13 +1,21 @@
-"""Where atomtask keeps its state on disk: `atomtask_home()` (the response cache, durable runs, ...)."""
+"""What atomtask reads from the environment about the machine: where its state lives (`atomtask_home()`: the
+response cache, durable runs, ...) and which packages declarations may import code from (`env_importable()`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "atomtask_home"]
+__all__ = ["HOME_ENV", "IMPORTABLE_ENV", "atomtask_home", "env_importable"]
 
 HOME_ENV = "ATOMTASK_HOME"
+IMPORTABLE_ENV = "ATOMTASK_IMPORTABLE"
+
+
+def env_importable() -> tuple[str, ...]:
+    """The packages `$ATOMTASK_IMPORTABLE` allows declarations to import from (comma-separated; `atomtask
+    --allow-import` adds to it while a command runs)."""
+    return tuple(p.strip() for p in os.environ.get(IMPORTABLE_ENV, "").split(",") if p.strip())
 
 
 def atomtask_home() -> Path:

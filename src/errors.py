@@ -4,15 +4,18 @@
 AtomTaskError
  +-- UsageError                 the developer's declaration or call is wrong; raised before any model call
  |    +-- TemplateError             a template: an undeclared placeholder, a bad parameter
+ |    |    +-- ToolDeclarationError      a template's `tools`, under its `atomtask check` code (E130-E132)
  |    +-- SchemaError               a schema: an unknown name, a bad type string
  |    +-- ConfigurationError        settings: a model string, a provider package, a store
  |    |    +-- DurableRunsUnavailableError, RunStoreError
  |    +-- DuplicateNameError        a name already taken by another definition
  |    +-- TemplateNotFoundError     (also a LookupError)
- |    +-- WorkflowError             a workflow declaration, under its `atomtask check` code (E110-E120)
+ |    +-- WorkflowError             a workflow declaration, under its `atomtask check` code (E110-E124)
  |    |    +-- WorkflowDeclarationError, WorkflowNameError (+ WorkflowNotFoundError), WorkflowExpressionError,
  |    |        WorkflowPathError, WorkflowTypeError, WorkflowBindingError, WorkflowDataFlowError,
- |    |        WorkflowControlError, WorkflowCycleError, WorkflowParallelError, WorkflowMigrationError
+ |    |        WorkflowControlError, WorkflowCycleError, WorkflowParallelError, WorkflowMigrationError,
+ |    |        WorkflowCallDeclarationError, WorkflowCallModuleError, WorkflowCallFunctionError,
+ |    |        WorkflowCallSignatureError
  |    +-- RunError                  a durable run cannot go on as asked (carries `run_id`)
  |    |    +-- MigrationError, RunNotFoundError, CorruptCheckpointError, ResumeStepMissingError,
  |    |        ApprovalError, RunExistsError, RunStateError, RedactedInputsError
@@ -74,8 +77,13 @@ __all__ = [
     "TaskFailedError",
     "TemplateError",
     "TemplateNotFoundError",
+    "ToolDeclarationError",
     "UsageError",
     "WorkflowBindingError",
+    "WorkflowCallDeclarationError",
+    "WorkflowCallFunctionError",
+    "WorkflowCallModuleError",
+    "WorkflowCallSignatureError",
     "WorkflowControlError",
     "WorkflowCycleError",
     "WorkflowDataFlowError",
@@ -173,6 +181,29 @@ class UsageError(AtomTaskError):
 
 class TemplateError(UsageError):
     """A template is invalid: an undeclared placeholder, a bad parameter, a malformed field."""
+
+
+class ToolDeclarationError(TemplateError):
+    """A template's tool cannot be used: its module or function is missing (E130), its parameters do not
+    make a JSON Schema (E131), or two tools share a name (E132).
+
+    Attributes:
+        code: the `atomtask check` code.
+        tool: the tool's reference as declared (`myshop.prices:lookup_price`, an MCP server's command or URL).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "E130",
+        tool: str | None = None,
+        location: SourceLocation | None = None,
+        suggestions: Iterable[str] = (),
+    ) -> None:
+        self.code = code
+        self.tool = tool
+        super().__init__(message, location=location, suggestions=suggestions)
 
 
 class SchemaError(UsageError):
@@ -543,6 +574,36 @@ class WorkflowMigrationError(WorkflowError):
     rule = "workflow-migration"
 
 
+class WorkflowCallDeclarationError(WorkflowError):
+    """E121: a code step (`call:`) is declared wrong: beside `task`/`workflow`/`parallel`, with a key only a model
+    task takes (`model`, `repair`, ...), or a reference not written `package.module:function`."""
+
+    code = "E121"
+    rule = "workflow-call-declaration"
+
+
+class WorkflowCallModuleError(WorkflowError):
+    """E122: a code step's module cannot be imported: it is outside the `importable` packages, or missing, or raised."""
+
+    code = "E122"
+    rule = "workflow-call-module"
+
+
+class WorkflowCallFunctionError(WorkflowError):
+    """E123: a code step's module has no function of that name (or the name is not callable)."""
+
+    code = "E123"
+    rule = "workflow-call-function"
+
+
+class WorkflowCallSignatureError(WorkflowError):
+    """E124: a code step's function cannot be checked: a parameter without a type, no return annotation,
+    `*args`/`**kwargs` or positional-only parameters, or a type that cannot be validated."""
+
+    code = "E124"
+    rule = "workflow-call-signature"
+
+
 #: Every workflow error class by its check code (the first class of each code).
 WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
     cls.code: cls
@@ -558,6 +619,10 @@ WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
         WorkflowCycleError,
         WorkflowParallelError,
         WorkflowMigrationError,
+        WorkflowCallDeclarationError,
+        WorkflowCallModuleError,
+        WorkflowCallFunctionError,
+        WorkflowCallSignatureError,
     )
 }
 

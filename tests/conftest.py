@@ -36,6 +36,7 @@ def _clean_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "ANTHROPIC_API_KEY",
         "ATOMTASK_OTEL",
         "ATOMTASK_OTEL_CONTENT",
+        "ATOMTASK_IMPORTABLE",
     ):
         monkeypatch.delenv(name, raising=False)
 

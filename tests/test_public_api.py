@@ -63,11 +63,17 @@ EXPECTED = [
     "TemplateError",
     "TemplateLimits",
     "TemplateNotFoundError",
+    "ToolCall",
+    "ToolDeclarationError",
     "TraceSettings",
     "UsageError",
     "UsageNotes",
     "Workflow",
     "WorkflowBindingError",
+    "WorkflowCallDeclarationError",
+    "WorkflowCallFunctionError",
+    "WorkflowCallModuleError",
+    "WorkflowCallSignatureError",
     "WorkflowControlError",
     "WorkflowCycleError",
     "WorkflowDataFlowError",
@@ -114,6 +120,8 @@ def test_failure_reasons_are_the_documented_set() -> None:
         "expression_error",
         "max_visits_exceeded",
         "cancelled",
+        "code_error",
+        "tool_error",
     } == {reason.value for reason in atomtask.FailureReason}
 
 

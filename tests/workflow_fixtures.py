@@ -75,9 +75,9 @@ def task(name: str, params: dict[str, str], schema: str | None = None, text: str
     return Template(name=name, params=params, instructions=f"[{name}] {text}{shown}", output_format=output)
 
 
-def make_system(model: Any = None) -> TaskSystem:
-    """A TaskSystem with the tasks the workflow tests use."""
-    system = TaskSystem(model=model)
+def make_system(model: Any = None, *, importable: tuple[str, ...] = ()) -> TaskSystem:
+    """A TaskSystem with the tasks the workflow tests use (code steps may call functions of `importable`)."""
+    system = TaskSystem(model=model, importable=importable)
     for cls in (Summary, Article, Review, Label):
         system.models.register(cls)
     for template in (

@@ -27,6 +27,7 @@ from atomtask.system._results import (
     TaskError,
     TaskResult,
     TaskStatus,
+    ToolCall,
     UsageNotes,
     WorkflowResult,
 )
@@ -174,6 +175,7 @@ def from_task(item_id: str, result: TaskResult[Any]) -> BatchItemResult:
         error=result.error,
         usage=result.notes.usage,
         attempts=len(result.notes.attempts),
+        tool_calls=[call for attempt in result.notes.attempts for call in attempt.tool_calls],
     )
 
 
@@ -186,7 +188,19 @@ def from_workflow(item_id: str, result: WorkflowResult[Any]) -> BatchItemResult:
         error=result.error,
         usage=result.usage if isinstance(result.usage, UsageNotes) else UsageNotes(),
         attempts=result.usage.requests,
+        tool_calls=_workflow_tool_calls(result),
     )
+
+
+def _workflow_tool_calls(result: WorkflowResult[Any]) -> list[ToolCall]:
+    """The tool calls of every task a workflow run made, its sub-workflows' included, in order."""
+    calls: list[ToolCall] = []
+    for visit in result.steps:
+        if visit.result is not None:
+            calls.extend(call for attempt in visit.result.notes.attempts for call in attempt.tool_calls)
+        if visit.subworkflow is not None:
+            calls.extend(_workflow_tool_calls(visit.subworkflow))
+    return calls
 
 
 def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTarget:

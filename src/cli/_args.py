@@ -212,6 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
     _log_options(parser, suffix="")
     common = argparse.ArgumentParser(add_help=False)
     _log_options(common, suffix="_after")
+    common.add_argument(
+        "--allow-import",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="let declarations import code (tools, `call:` steps, `python:` schemas) from PACKAGE, found from the "
+        "working directory as with `python -m` (repeatable; also $ATOMTASK_IMPORTABLE, comma-separated)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser(

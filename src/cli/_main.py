@@ -23,12 +23,14 @@ happen inside the commands, so `atomtask --help` and `atomtask --version` stay i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any, TextIO
 
+from atomtask._paths import IMPORTABLE_ENV
 from atomtask.cli._args import build_parser, log_options
 
 __all__ = ["configure_logging", "log_level", "main"]
@@ -165,9 +167,34 @@ def main(
 
     undo = configure_logging(verbose=verbose, quiet=quiet, fmt=log_format, stream=err)
     try:
-        return _guarded(args, out, err, stdin, verbose)
+        with allowed_imports(getattr(args, "allow_import", None) or []):
+            return _guarded(args, out, err, stdin, verbose)
     finally:
         undo()
+
+
+@contextlib.contextmanager
+def allowed_imports(packages: Sequence[str]) -> Iterator[None]:
+    """While a command runs: `--allow-import` packages added to `$ATOMTASK_IMPORTABLE` (its worker processes
+    inherit it), and the working directory on `sys.path` (last), so `shop.prices:lookup_price` is found as
+    `python -m` would find it."""
+    saved = os.environ.get(IMPORTABLE_ENV)
+    cwd = os.getcwd()
+    added_path = cwd not in sys.path and "" not in sys.path
+    if packages:
+        os.environ[IMPORTABLE_ENV] = ",".join([*([saved] if saved else []), *packages])
+    if added_path:
+        sys.path.append(cwd)
+    try:
+        yield
+    finally:
+        if packages:
+            if saved is None:
+                os.environ.pop(IMPORTABLE_ENV, None)
+            else:
+                os.environ[IMPORTABLE_ENV] = saved
+        if added_path and cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def _guarded(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None, verbose: int) -> int:

@@ -60,7 +60,7 @@ def schema_fingerprint(output_cls: type[BaseModel] | None) -> str:
 def cache_key(call: ModelCall, handler: BaseHandler) -> str:
     """The exact key of one fully rendered call (see the module docstring for what goes in)."""
     settings = {**(handler.model_settings or {}), **(call.model_settings or {})}
-    material = [
+    material: list[Any] = [
         KEY_VERSION,
         call.template,
         call.model.label,
@@ -73,6 +73,9 @@ def cache_key(call: ModelCall, handler: BaseHandler) -> str:
         call.mode.value if call.output_cls is not None else "text",
         str(call.repair),
     ]
+    if call.tools is not None:  # what the model could call: the functions' schemas, the servers
+        material.append([tool.tool_def.parameters_json_schema | {"name": tool.name} for tool in call.tools.functions])
+        material.append([spec.model_dump() for spec in call.tools.mcp])
     text = json.dumps(material, sort_keys=True, default=repr, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime
@@ -30,22 +31,26 @@ import attrs
 import pydantic_core
 from atomtask.handlers._budget import Budget
 from atomtask.system._options import ProviderRetries
-from atomtask.system._results import Attempt, Coercion, UsageNotes
+from atomtask.system._results import Attempt, Coercion, ToolCall, UsageNotes
 from atomtask.system._templates import RepairMode, TemplateLimits
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities.abstract import WrapToolExecuteHandler
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelConnectionError,
     ModelHTTPError,
     ModelRateLimitError,
     ModelRequestTimeout,
+    ModelRetry,
     ModelServerError,
     ModelUnavailableError,
     RetryModelRequest,
+    ToolRetryError,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 __all__ = [
@@ -53,6 +58,8 @@ __all__ = [
     "Fault",
     "ProviderRetry",
     "RunState",
+    "ToolRecorder",
+    "ToolRun",
     "empty_answer_cause",
     "feedback_errors",
     "is_transient",
@@ -148,6 +155,20 @@ class RunState:
     coercions: dict[int, list[Coercion]] = attrs.field(factory=dict)
     syntax_errors: dict[int, str] = attrs.field(factory=dict)
     faults: list[Fault] = attrs.field(factory=list)
+    # Tools: the names of the function tools offered (as opposed to the output tool), what each call's
+    # run took and raised (by tool call id), and the exception that ended the run, if a tool's did.
+    function_tools: set[str] = attrs.field(factory=set)
+    tool_runs: dict[str, ToolRun] = attrs.field(factory=dict)
+    tool_failure: BaseException | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolRun:
+    """What one tool call's execution took, and what it raised (`ModelRetry` included), if anything."""
+
+    duration_ms: float
+    error: str | None = None
+    retried: bool = False
 
 
 def run_state(ctx: RunContext[Any], fallback: RunState) -> RunState:
@@ -176,6 +197,9 @@ class ProviderRetry(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
+        offered = request_context.model_request_parameters.function_tools
+        if offered:  # told apart from the output tool in the ledger
+            run_state(ctx, self.state).function_tools.update(tool.name for tool in offered)
         if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
             # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
             usage = response.usage
@@ -219,6 +243,44 @@ class ProviderRetry(AbstractCapability[Any]):
         raise RetryModelRequest()
 
 
+class ToolRecorder(AbstractCapability[Any]):
+    """A pydantic-ai capability: time every function tool call and record what it raised (not the output tool)."""
+
+    state: RunState
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        state = run_state(ctx, self.state)
+        started = time.perf_counter()
+        try:
+            result = await handler(args)
+        except (ModelRetry, ToolRetryError) as exc:  # goes back to the model, which may call again
+            message = exc.message if isinstance(exc, ModelRetry) else str(exc)
+            state.tool_runs[call.tool_call_id] = ToolRun(
+                duration_ms=_since(started), error=f"ModelRetry: {redact(message)}", retried=True
+            )
+            raise
+        except Exception as exc:
+            state.tool_runs[call.tool_call_id] = ToolRun(
+                duration_ms=_since(started), error=f"{type(exc).__name__}: {redact(str(exc))}"
+            )
+            state.tool_failure = exc
+            raise
+        state.tool_runs[call.tool_call_id] = ToolRun(duration_ms=_since(started))
+        return result
+
+
+def _since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
 def ledger_attempts(
     messages: Sequence[ModelMessage],
     *,
@@ -232,9 +294,11 @@ def ledger_attempts(
     sent_at: datetime | None = None
     # What a capability recorded, looked up only when it recorded anything (most answers need no repair).
     recorded = bool(state.repairs or state.coercions or state.syntax_errors)
+    tools = state.function_tools  # empty unless function tools were offered
+    calls: dict[str, ToolCall] = {}  # the function tool calls of the last answer, by call id
     for message in messages:
         if isinstance(message, ModelResponse):
-            raw, tool = _raw_output(message)
+            raw, tool = _raw_output(message, tools)
             usage = message.usage
             # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.
             cost = usage.cost
@@ -257,6 +321,9 @@ def ledger_attempts(
                 entry["repairs"] = state.repairs.get(number, [])
                 entry["coercions"] = state.coercions.get(number, [])
                 entry["parse_error"] = state.syntax_errors.get(number)
+            if tools:
+                calls = _tool_calls(message, tools, state)
+                entry["tool_calls"] = list(calls.values())
             answered.append(entry)
         elif isinstance(message, ModelRequest):
             sent_at = message.timestamp
@@ -266,7 +333,9 @@ def ledger_attempts(
             # feedback part (text output); both carry `retry` info and the error details.
             retried: list[Any] = []  # a loop, not a comprehension: no frame of its own (Python < 3.12)
             for part in message.parts:
-                if getattr(part, "retry", None) is not None:
+                if tools and getattr(part, "tool_name", None) in tools:
+                    _tool_returned(part, calls)  # a function tool's return: not feedback on the answer
+                elif getattr(part, "retry", None) is not None:
                     retried.append(getattr(part, "content", None))
             if retried:
                 answered[-1]["errors"] = feedback_errors(retried)
@@ -300,9 +369,53 @@ def usage_total(attempts: Sequence[Attempt]) -> UsageNotes:
     return total
 
 
-def _raw_output(response: ModelResponse) -> tuple[str | None, str | None]:
+def _tool_calls(response: ModelResponse, tools: set[str], state: RunState) -> dict[str, ToolCall]:
+    """The function tool calls of one answer, with what each run took and raised (their returns come later)."""
+    calls: dict[str, ToolCall] = {}
     for part in response.parts:
-        if isinstance(part, ToolCallPart):
+        if isinstance(part, ToolCallPart) and part.tool_name in tools:
+            run = state.tool_runs.get(part.tool_call_id)
+            calls[part.tool_call_id] = ToolCall(
+                name=part.tool_name,
+                args=_args(part.args),
+                call_id=part.tool_call_id,
+                duration_ms=run.duration_ms if run is not None else None,
+                error=run.error if run is not None else None,
+                retried=run.retried if run is not None else False,
+            )
+    return calls
+
+
+def _args(args: Any) -> Any:
+    """A call's arguments as JSON values (as sent, when they were not valid JSON)."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+def _tool_returned(part: Any, calls: dict[str, ToolCall]) -> None:
+    """Fill in what a function tool call gave back to the model (its result, or the error it was sent)."""
+    call = calls.get(getattr(part, "tool_call_id", ""))
+    if call is None:
+        return
+    content = getattr(part, "content", None)
+    if getattr(part, "retry", None) is not None or (isinstance(part, ToolReturnPart) and part.outcome != "success"):
+        call.retried = call.retried or getattr(part, "retry", None) is not None
+        if call.error is None:  # arguments that did not validate never ran the tool
+            errors = feedback_errors([content])
+            call.error = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) + ': ' if e['loc'] else ''}{e['msg']}" for e in errors
+            )
+        return
+    call.result = pydantic_core.to_jsonable_python(content, fallback=repr)
+
+
+def _raw_output(response: ModelResponse, tools: set[str]) -> tuple[str | None, str | None]:
+    for part in response.parts:
+        if isinstance(part, ToolCallPart) and part.tool_name not in tools:
             # Arguments exactly as the model sent them when they arrived as text.
             raw = part.args if isinstance(part.args, str) else json.dumps(part.args, ensure_ascii=False)
             return raw, part.tool_name

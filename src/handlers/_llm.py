@@ -18,9 +18,10 @@ as a model receives it (after its profile's transform), by running one request a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -31,6 +32,7 @@ from atomtask.handlers._blocking import run_blocking
 from atomtask.handlers._ledger import (
     ProviderRetry,
     RunState,
+    ToolRecorder,
     feedback_errors,
     ledger_attempts,
     redact,
@@ -38,6 +40,7 @@ from atomtask.handlers._ledger import (
     usage_total,
 )
 from atomtask.handlers._repair import OutputRepair
+from atomtask.handlers._tools import connect_tools, tool_error, tool_limit
 from atomtask.loading._providers import (
     API_KEY_ENV,
     ATOMTASK_PROVIDER,
@@ -45,6 +48,7 @@ from atomtask.loading._providers import (
     install_command,
     provider_of,
 )
+from atomtask.loading._tools import ResolvedTools
 from atomtask.system._results import Attempt, FailureReason, TaskError
 from atomtask.system._templates import OutputMode, RepairMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
@@ -101,6 +105,8 @@ class ModelCall:
     model_settings: dict[str, Any] | None = None
     # The system text is the template's own, the same for every call (no placeholders): it goes on the Agent.
     fixed_system: bool = False
+    # What the model may call before its answer (`handlers._tools` connects them for the call).
+    tools: ResolvedTools | None = None
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
@@ -152,6 +158,14 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
     """A failed pydantic-ai run as a `TaskError`: its reason, a message that says what to do, and details."""
     label = choice.label
     provider = provider_of(label) or label
+    if isinstance(exc, UsageLimitExceeded) and "tool_calls_limit" in str(exc):
+        return TaskError(
+            reason=FailureReason.USAGE_LIMIT_EXCEEDED,
+            message=f"The model of template {call.template!r} asked for more tool calls than its `tool_calls` "
+            f"({call.tools.limit if call.tools is not None else '?'}) allows. Raise `tool_calls` if this is expected; "
+            "every tool call is in `notes.attempts[].tool_calls`.",
+            details={"model": label, "tool_calls": call.tools.limit if call.tools is not None else None},
+        )
     if isinstance(exc, UsageLimitExceeded):
         return TaskError(
             reason=FailureReason.USAGE_LIMIT_EXCEEDED,
@@ -286,10 +300,24 @@ class LLMInteractionManager:
     async def run(self, call: ModelCall) -> CallOutcome:
         """Run `call` with `await Agent.run`, falling back model by model."""
         run = _Run(self, call)
+        if run.connect:  # its MCP servers start before the first model and stop after the last
+            async with run.tools_connected():
+                return await self._drive(run)
         while (step := run.next_step()) is not None:
             with capture_run_messages() as messages:
                 try:
                     result = await step.agent.run(call.prompt, **step.kwargs)
+                except Exception as exc:  # every run failure becomes a FAILED result, never a raise
+                    run.failed(step, exc, messages)
+                    continue
+            run.succeeded(step, result.output, messages)
+        return run.outcome()
+
+    async def _drive(self, run: _Run) -> CallOutcome:
+        while (step := run.next_step()) is not None:
+            with capture_run_messages() as messages:
+                try:
+                    result = await step.agent.run(run.call.prompt, **step.kwargs)
                 except Exception as exc:  # every run failure becomes a FAILED result, never a raise
                     run.failed(step, exc, messages)
                     continue
@@ -308,7 +336,10 @@ class LLMInteractionManager:
         spec = choice.spec
         model_key: Any = spec if isinstance(spec, str) else ("instance", id(spec))
         fixed = call.system if call.fixed_system else None  # None: no instructions of its own (or the run's)
-        key = (model_key, call.output_cls, call.mode, self.tracing, fixed)
+        # A template's function tools sit on its Agent, as a bare Agent's would (MCP servers go to each run).
+        functions = call.tools.functions if call.tools is not None else ()
+        # Each template's tools are one tuple made at registration; kept with the Agent (its id() stays taken).
+        key = (model_key, call.output_cls, call.mode, self.tracing, fixed, id(functions) if functions else None)
         cached = self._agents.get(key)
         if cached is not None:
             return cached[0]
@@ -326,11 +357,12 @@ class LLMInteractionManager:
                 deps_type=RunState,
                 capabilities=[_Reliability()],
                 model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
+                tools=functions,
             )
             if self.tracing is not None:  # pydantic-ai's spans, nested under the task's through the context
                 agent.instrument = self.tracing.instrumentation
-            # The model instance is kept with its Agent so its id() cannot be reused by another.
-            self._agents[key] = (agent, spec)
+            # The model instance (and the tools) are kept with its Agent so their id() cannot be reused by another.
+            self._agents[key] = (agent, (spec, functions))
             return agent
 
 
@@ -352,8 +384,8 @@ def _sdk_retries(choice: ModelChoice) -> bool:
 
 
 @dataclasses.dataclass
-class _Reliability(ToolSearch[Any], ProviderRetry, OutputRepair):
-    """Provider-fault retries and output repair, as the Agent's `ToolSearch` capability.
+class _Reliability(ToolSearch[Any], ProviderRetry, OutputRepair, ToolRecorder):
+    """Provider-fault retries, output repair and the tool calls' record, as the Agent's `ToolSearch` capability.
 
     pydantic-ai runs every hook of a run over every capability the Agent holds, copying the
     `RunContext` for each: one more capability costs about 5% of a run whether or not its hooks do
@@ -388,6 +420,37 @@ class _Run:
         self.output: Any = None
         self.error: TaskError | None = None
         self.done = False
+        # The call's tools: its functions' toolset, and its MCP servers once connected (`tools_connected`).
+        self.toolsets: list[Any] | None = None
+        self.connect = False  # it has MCP servers to connect
+        tools = call.tools
+        if tools is not None:
+            if all(provider_of(choice.label) == ATOMTASK_PROVIDER for choice in self.models):
+                # It answers the final output at once: no MCP server is started for tools it will not call.
+                log.warning(
+                    "synthetic_calls_no_tools",
+                    template=call.template,
+                    tools=[*tools.names, *(spec.mcp.label for spec in tools.mcp)],
+                    note="atomtask:synthetic answers the final output directly and calls no tool; "
+                    "use a real model, or scripted replies (atomtask.testing), to exercise the tools",
+                )
+            elif tools.mcp:  # the functions are on the Agent (`_agent`)
+                self.toolsets = []
+                self.connect = True
+
+    @contextlib.asynccontextmanager
+    async def tools_connected(self) -> AsyncIterator[None]:
+        """The block in which the call's MCP servers are connected, for `run` and streaming."""
+        tools = self.call.tools
+        if not self.connect or tools is None:
+            yield
+            return
+        async with connect_tools(tools, self.call.template) as connected:
+            if isinstance(connected, TaskError):
+                self._finish(connected)
+            else:
+                self.toolsets = connected
+            yield
 
     def next_step(self) -> _Step | None:
         """The next model's run, or None when the call is decided (answered, failed, or out of budget)."""
@@ -418,6 +481,11 @@ class _Run:
             kwargs["retries"] = {"output": self.call.retries}
         if budget is not None:
             kwargs["usage_limits"] = budget
+        if self.toolsets:
+            kwargs["toolsets"] = self.toolsets
+        tools = self.call.tools
+        if tools is not None and tools.limit is not None:
+            kwargs["usage_limits"] = tool_limit(budget, tools.limit, self.attempts)
         return _Step(choice=choice, agent=agent, kwargs=kwargs, state=state)
 
     def succeeded(self, step: _Step, output: Any, messages: Sequence[ModelMessage]) -> None:
@@ -435,6 +503,10 @@ class _Run:
             # the exception's cause instead.
             last = answered[-1]
             self.attempts[last.index - 1] = last.model_copy(update={"errors": final_errors})
+        failure = step.state.tool_failure
+        if failure is not None and _raised_by(exc, failure):
+            self._finish(tool_error(self.call.template, failure, self.attempts))
+            return
         error = map_error(self.call, step.choice, exc, self.attempts)
         more = len(self.tried) < len(self.models)
         if more and error.reason in (FailureReason.OUTPUT_VALIDATION_FAILURE, FailureReason.PROVIDER_ERROR):
@@ -473,6 +545,21 @@ class _Run:
         )
         self.attempts.extend(attempts)
         return attempts
+
+
+def _raised_by(exc: BaseException, failure: BaseException) -> bool:
+    """Whether the run's exception is the tool's (as raised, chained, or in an exception group)."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        current = seen.pop()
+        if current is failure:
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            seen.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None and len(seen) < 32:
+                seen.append(linked)
+    return False
 
 
 def output_spec(output_cls: type[BaseModel] | None, mode: OutputMode) -> Any:

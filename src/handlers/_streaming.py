@@ -60,16 +60,17 @@ async def stream_call(
 ) -> CallOutcome:
     """Run `call` as `manager.run` does, streaming: `on_partial` gets each new partial output on the way."""
     run = manager.start(call)
-    while (step := run.next_step()) is not None:
-        before = len(run.attempts)
-        prior = sum((a.usage for a in run.attempts), UsageNotes())
-        attempt = _StepStream(call, step, on_partial, debounce_by, first_index=before + 1, prior=prior)
-        output, error, messages = await attempt.run()
-        if error is None:
-            run.succeeded(step, output, messages)
-        else:
-            run.failed(step, error, messages)
-        attempt.keep_broken_answers(run.attempts, before)
+    async with run.tools_connected():  # its MCP servers, if any, for the whole call
+        while (step := run.next_step()) is not None:
+            before = len(run.attempts)
+            prior = sum((a.usage for a in run.attempts), UsageNotes())
+            attempt = _StepStream(call, step, on_partial, debounce_by, first_index=before + 1, prior=prior)
+            output, error, messages = await attempt.run()
+            if error is None:
+                run.succeeded(step, output, messages)
+            else:
+                run.failed(step, error, messages)
+            attempt.keep_broken_answers(run.attempts, before)
     return run.outcome()
 
 

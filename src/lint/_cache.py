@@ -12,7 +12,8 @@ A file is checked again only when something its findings depend on changed:
   these name the cache's directory, so a change starts an empty one.
 
 Some files are checked every time: those that declare workflows (workflow findings are made across
-files) or Python classes by import path (their source is not the file), and the files those depend on.
+files), Python classes by import path or templates with tools (their code is not in the file), and the
+files those depend on.
 A name declared in two files sends both through the check, so the duplicate is reported as without
 the cache. The check itself is in `atomtask.lint._engine`; this module only reads and writes entries,
 so a check that finds every file unchanged imports none of the registration code.
@@ -75,6 +76,7 @@ class FileFacts:
     python_schemas: bool = False
     schema_count: int = 0
     lenient: tuple[str, ...] = ()
+    tools: bool = False  # a template names tools: code outside the file, and the importable packages, decide
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -82,8 +84,8 @@ class FileFacts:
 
     @property
     def volatile(self) -> bool:
-        """Checked every time: workflows are checked across files, Python classes come from elsewhere."""
-        return bool(self.workflows) or self.python_schemas
+        """Checked every time: workflows are checked across files, Python classes and tools come from elsewhere."""
+        return bool(self.workflows) or self.python_schemas or self.tools
 
 
 _FACT_FIELDS = attrs.fields(FileFacts)
@@ -224,6 +226,7 @@ def facts_of(declarations: Declarations) -> FileFacts:
         python_schemas=bool(declarations.python_schemas),
         schema_count=len(declarations.schemas) + len(declarations.json_schemas) + len(declarations.python_schemas),
         lenient=tuple(t.name for t in declarations.templates if t.repair is RepairMode.LENIENT),
+        tools=any(t.tools for t in declarations.templates),
     )
 
 
@@ -318,6 +321,7 @@ def _facts(data: dict[str, Any]) -> FileFacts:
         python_schemas=bool(data["python_schemas"]),
         schema_count=int(data["schema_count"]),
         lenient=tuple(data["lenient"]),
+        tools=bool(data.get("tools", False)),
     )
 
 

@@ -1,6 +1,6 @@
 """What `atomtask check` reports: findings, each under a stable code documented by a `Rule`, in a `CheckReport`.
 
-The workflow codes E110-E120 (`atomtask check --explain E113`) take their code and rule name from the
+The workflow codes E110-E124 (`atomtask check --explain E113`) take their code and rule name from the
 `WorkflowError` classes themselves, so a finding and its explanation cannot drift apart; here are
 their one-line summaries and examples, beside the rules of every other code.
 """
@@ -20,8 +20,9 @@ _TEXTS: dict[str, tuple[str, str]] = {
     "E110": (
         "a workflow's shape is wrong",
         """
-An unknown or mistyped key, a step with none (or two) of `task`, `workflow` and `parallel`, a step id
-used twice, a state field with a bad type, a model string or model setting that is wrong.
+An unknown or mistyped key, a step that runs nothing or two things (`task`, `workflow`, `parallel`; a
+`call` beside one of them is E121), a step id used twice, a state field with a bad type, a model string
+or model setting that is wrong.
 
     steps:
       - id: research
@@ -137,6 +138,48 @@ before; `set` values fit their field; `resume_at` is a step; `call` imports from
       - {from: "1.0", to: "1.1", rename: {title: headlne}}   # E120 ... writes `state.headlne` (`rename`), but the
                                                              # state of the current version has no field ...
       - {from: "1.1", to: "1.2", set: {score: high}}         # E120 ... sets `state.score` (int) to 'high' ...
+""",
+    ),
+    "E121": (
+        "a code step (`call:`) is declared wrong",
+        """
+A step with `call: package.module:function` runs that Python function instead of a task. It runs
+nothing else (no `task`, `workflow` or `parallel` beside it), takes none of the keys that only a model
+call has (`model`, `model_settings`, `repair`, `limits`, `on_failure: {retry_with: ...}`), and names
+the function as `package.module:function`. Its own keys: `retries` (re-run after an exception) and
+`timeout` (`30s`, `2m`, seconds) for each run.
+
+    - id: fetch
+      call: myshop.orders:fetch_order
+      task: fetch_order        # E121 Step 'fetch' has `call` and `task`; a step runs one of them ...
+""",
+    ),
+    "E122": (
+        "a code step's module cannot be imported",
+        """
+The module must be inside one of the packages the `TaskSystem` may import from (`importable=[...]`),
+exist, and import without raising; the finding says which of these failed.
+
+    call: myshop.order:fetch_order   # E122 Cannot import module 'myshop.order' named by 'myshop.order:fetch_order' ...
+""",
+    ),
+    "E123": (
+        "a code step's module has no function of that name",
+        """
+The module imported, but the name after `:` is not a function in it (or is not callable).
+
+    call: myshop.orders:fetch_ordr   # E123 ... has no function 'fetch_ordr' ... Did you mean 'fetch_order'?
+""",
+    ),
+    "E124": (
+        "a code step's function has a parameter or return without a type",
+        """
+The checks read a function's annotations as they read a task's parameters and output schema: every
+parameter needs a type, the function a return annotation (`-> None` when it returns nothing), the
+parameters are bound by name (no `*args`, `**kwargs` or positional-only ones), and each type is one
+Pydantic can validate.
+
+    def fetch_order(order_id):            # E124 ... parameter 'order_id' has no type annotation ...
 """,
     ),
 }
@@ -303,7 +346,46 @@ line that raised.
     atomtask check --python myapp.tasks   # E106 ... ModuleNotFoundError: No module named 'myapp'
 """,
     ),
-    # -- E110-E120: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
+    # -- E130-E132: templates' tools, checked by importing their modules in a helper process ------------------
+    _rule(
+        "E130",
+        "tool-import",
+        E,
+        "a tool's `module:function` cannot be imported",
+        """
+The module is missing or raised while importing, the function is not in it, or the module is outside
+the packages declarations may import from (`TaskSystem(importable=[...])`, `--allow-import PKG`,
+`$ATOMTASK_IMPORTABLE`). The modules are imported in a helper process, never in `check`'s own.
+
+    tools: [shop.prices:lookup_prize]   # E130 ... has no function 'lookup_prize'. Did you mean 'lookup_price'?
+""",
+    ),
+    _rule(
+        "E131",
+        "tool-signature",
+        E,
+        "a tool's parameters do not make a JSON Schema",
+        """
+The model receives a JSON Schema made from the function's type hints (pydantic-ai's function tools):
+every parameter needs one, `*args`/`**kwargs` cannot be filled by name, and the types must be ones
+pydantic can describe. Options (`allow_hosts: [...]`) are for tool factories only.
+
+    def lookup_price(product): ...      # E131 Parameter 'product' of tool 'shop.prices:lookup_price' has no type hint
+""",
+    ),
+    _rule(
+        "E132",
+        "tool-name",
+        E,
+        "two tools of a template share a name",
+        """
+The model calls tools by name: two functions with one name (give one `name:`), an MCP `prefix` used
+twice, two MCP servers without a prefix, or a function named `final_result` (pydantic-ai's output tool).
+
+    tools: [shop.a:lookup, shop.b:lookup]   # E132 The tool name 'lookup' is used twice in template 'quote'
+""",
+    ),
+    # -- E110-E124: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
     *(_rule(code, name, E, summary, text) for code, name, summary, text in WORKFLOW_RULE_TEXTS),
     # -- W1xx: what is read but not taken (or not enforced) as written -------------------------------------------
     _rule(

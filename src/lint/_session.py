@@ -36,6 +36,7 @@ from atomtask.errors import (
     SchemaError,
     SourceLocation,
     TemplateError,
+    ToolDeclarationError,
     UsageError,
     WorkflowError,
     WorkflowNameError,
@@ -167,6 +168,8 @@ def template_problems(template: Template, models: ModelRegistry) -> list[UsageEr
         "model": None,
         "fallbacks": [],
         "model_settings": None,
+        "tools": [],  # checked on their own (`lint._tool_checks`), in a helper process
+        "tool_calls": None,
     }
     neutral = {key: value for key, value in neutral.items() if key in Template.model_fields}
     problems: list[UsageError] = []
@@ -174,7 +177,7 @@ def template_problems(template: Template, models: ModelRegistry) -> list[UsageEr
     def attempt(**concern: Any) -> bool:
         variant = template.model_copy(update={**neutral, **concern})
         try:
-            compile_template(variant, models)
+            compile_template(variant, models, tools=False)
         except UsageError as exc:
             problems.append(exc)
             return False
@@ -279,6 +282,8 @@ _CODES = ((DuplicateNameError, "E105"), (ConfigurationError, "E104"), (SchemaErr
 
 
 def _code(exc: UsageError) -> str:
+    if isinstance(exc, ToolDeclarationError):
+        return exc.code
     return next((code for kind, code in _CODES if isinstance(exc, kind)), "E102")
 
 
@@ -290,7 +295,9 @@ class CheckRun:
         self.analyses: Analyses = analyses or InlineAnalyses()  # P3xx: here, or in a helper process
         self.models = ModelRegistry()
         register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
-        self.templates = TemplateRegistry(self.models)
+        # Tools are not resolved here: their modules are imported in a helper process (`check_tools`).
+        self.templates = TemplateRegistry(self.models, resolve_tools=False)
+        self.with_tools: list[Template] = []  # templates that declare tools, checked by `check_tools`
         self.findings: dict[tuple[str, str, str], Finding] = {}
         self.schema_defs: dict[str, SchemaDef] = {}
         self.json_defs: dict[str, JsonSchemaDef] = {}  # by name and by the schema's own `title`
@@ -354,6 +361,7 @@ class CheckRun:
         for template in declarations.templates:
             self.register_template(template)
         self._file = None
+        self.check_tools()
         self.workflows.extend(declarations.workflows)
         if self.workflows:  # the workflow checks (and their imports) only for files that declare some
             for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
@@ -503,12 +511,28 @@ class CheckRun:
         self._for(template.location)
         if template.repair is RepairMode.LENIENT:
             self.lenient.append(template.name)
+        if template.tools:
+            self.with_tools.append(template)
         try:
             self.templates.register(template)
         except UsageError as exc:
             self.broken_templates.setdefault(template.name, template.location)
             for problem in [exc, *template_problems(template, self.models)]:
                 self.add_template_problem(template, problem)
+
+    def check_tools(self) -> None:
+        """E130-E132 for every template registered since the last call that declares tools (see `_tool_checks`)."""
+        templates, self.with_tools = self.with_tools, []
+        if not templates:
+            return
+        from atomtask.lint._tool_checks import check_tools
+
+        for problem in check_tools(templates, self.models.importable):
+            template = templates[problem.template]
+            self._for(template.location)
+            origin = template.origin_of(f"tools.{problem.entry}") or template.origin_of("tools")
+            self.note(problem.code, problem.message, origin.location if origin is not None else self._locate(template))
+        self._file = None
 
     def add_template_problem(self, template: Template, problem: UsageError) -> None:
         """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""

@@ -30,6 +30,7 @@ from atomtask.errors import (
     did_you_mean,
 )
 from atomtask.loading._providers import check_model_settings, check_model_string
+from atomtask.loading._tools import ResolvedTools, resolve_tools
 from atomtask.schemas import _type_strings as type_strings
 from atomtask.schemas._model_registry import ModelRegistry
 from atomtask.system._templates import OutputMode, Placeholder, Template, find_placeholders
@@ -69,14 +70,19 @@ class CompiledTemplate:
     # and the required names: inputs whose values have exactly those types are valid as they are.
     plain_inputs: Mapping[str, type] | None = None
     required_inputs: frozenset[str] = frozenset()
+    # What the model may call (None: no tools, or not resolved: `atomtask check` resolves them elsewhere).
+    tools: ResolvedTools | None = None
 
     @property
     def name(self) -> str:
         return self.template.name
 
 
-def compile_template(template: Template, models: ModelRegistry) -> CompiledTemplate:
-    """Check `template` against `models` and the known providers; raise a usage error on any mistake."""
+def compile_template(template: Template, models: ModelRegistry, *, tools: bool = True) -> CompiledTemplate:
+    """Check `template` against `models` and the known providers; raise a usage error on any mistake.
+
+    `tools=False` leaves the template's tools unresolved (their modules are not imported).
+    """
     where = f"template {template.name!r}"
     if template.model is not None:
         check_model_string(template.model, where=where, location=template.location_of("model"))
@@ -97,6 +103,7 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
                 _origin_location(template, f"model_settings.{key}") or template.location_of("model_settings")
             ),
         )
+    resolved_tools = resolve_tools(template, models.importable) if tools and template.tools else None
     return CompiledTemplate(
         template=template,
         output_cls=output_cls,
@@ -109,6 +116,7 @@ def compile_template(template: Template, models: ModelRegistry) -> CompiledTempl
         single_braces=tuple(single_braces(template)),
         plain_inputs=dict(annotations) if all(a in _PLAIN_TYPES for a in annotations.values()) else None,
         required_inputs=frozenset(name for name, spec in template.params.items() if spec.required),
+        tools=resolved_tools,
     )
 
 
@@ -362,13 +370,15 @@ class TemplateRegistry(Registry[CompiledTemplate]):
     kind = "template"
     unknown = TemplateNotFoundError
 
-    def __init__(self, models: ModelRegistry) -> None:
+    def __init__(self, models: ModelRegistry, *, resolve_tools: bool = True) -> None:
         super().__init__()
         self._models = models
+        #: Import and check each template's function tools (`atomtask check` does that in a helper process).
+        self.resolve_tools = resolve_tools
 
     def register(self, template: Template, *, replace: bool = False) -> Template:
         """Check and register `template`; returns it. Re-registering an identical template is a no-op."""
-        compiled = compile_template(template, self._models)
+        compiled = compile_template(template, self._models, tools=self.resolve_tools)
         with self._lock:
             existing = self._entries.get(template.name)
             if existing is not None and not replace:

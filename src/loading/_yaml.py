@@ -17,7 +17,7 @@ from atomtask.errors import SchemaError, SourceLocation, TemplateError, UsageErr
 from atomtask.loading._declarations import Declarations
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.schemas._sources import MAX_NESTING, too_deep
-from atomtask.system._templates import Template, TemplateLimits, TextOrigin
+from atomtask.system._templates import TOOL_TAGS, McpServerSpec, McpToolSpec, Template, TemplateLimits, TextOrigin
 from atomtask.system._workflows import Migration, OnFailure, Route, Step, Workflow, WorkflowState, collect_origins
 from pydantic import BaseModel, ValidationError
 from yaml.composer import Composer
@@ -81,7 +81,9 @@ def validation_errors(
     label = f"{what} {name!r}" if isinstance(name, str) else what
     out: dict[tuple[Any, ...], UsageError] = {}
     for err in exc.errors():
-        loc_path = [p for p in err["loc"] if not isinstance(p, str) or not p.startswith("function-")]
+        loc_path = [
+            p for p in err["loc"] if not isinstance(p, str) or not (p.startswith("function-") or p in TOOL_TAGS)
+        ]
         where: SourceLocation | None = location
         container: Any = doc
         walked: list[Any] = []  # the part of the path that is in the document (not union members' tags)
@@ -537,7 +539,14 @@ def _template(doc: dict[str, Any], loader: YamlLoader, location: SourceLocation)
     except ValidationError as exc:
         raise _DeclarationProblems(
             validation_errors(
-                TemplateError, "template", doc, exc, loader.nodes, location, keys=_declaration_keys(Template)
+                TemplateError,
+                "template",
+                doc,
+                exc,
+                loader.nodes,
+                location,
+                keys=_declaration_keys(Template),
+                keys_at=_template_keys_at,
             )
         ) from None
     node = loader.nodes.get(id(doc))
@@ -550,6 +559,11 @@ def _template(doc: dict[str, Any], loader: YamlLoader, location: SourceLocation)
         if pnode is not None:
             for key, loc in pnode.keys.items():
                 origins[f"params.{key}"] = TextOrigin(location=loc)
+        tools = doc.get("tools")
+        for index, entry in enumerate(tools if isinstance(tools, list) else []):
+            tnode = loader.nodes.get(id(entry)) if isinstance(entry, dict) else None
+            if tnode is not None:  # a `module:function` string is located by its `tools` key
+                origins[f"tools.{index}"] = TextOrigin(location=tnode.start)
         fmt = doc.get("output_format")
         fnode = loader.nodes.get(id(fmt)) if isinstance(fmt, dict) else None
         if fnode is not None:
@@ -622,6 +636,15 @@ def _places(value: Any, pointer: str, loader: YamlLoader, out: dict[str, SourceL
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _places(item, f"{pointer}/{index}", loader, out)
+
+
+def _template_keys_at(path: Sequence[Any]) -> list[str] | None:
+    """The valid keys of an MCP tool entry (`tools.N`) and of its server (`tools.N.mcp`)."""
+    if len(path) == 2 and path[0] == "tools":
+        return _declaration_keys(McpToolSpec)
+    if len(path) == 3 and path[0] == "tools" and path[2] == "mcp":
+        return _declaration_keys(McpServerSpec)
+    return None
 
 
 def _declaration_keys(model: type[BaseModel]) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from atomtask._paths import env_importable
 from atomtask._registry import Registry
 from atomtask.errors import DuplicateNameError, SchemaError, SourceLocation
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,8 +55,9 @@ class ModelRegistry(Registry[type[BaseModel]]):
         super().__init__()
         self._locations: dict[str, SourceLocation | None] = {}
         self._overridable: set[str] = set()
-        #: Packages whose classes templates may name by import path (`schema: {python: "pkg.mod:Cls"}`).
-        self.importable: tuple[str, ...] = tuple(importable)
+        #: Packages whose code declarations may name by import path (`schema: {python: "pkg.mod:Cls"}`, tools,
+        #: `call:` steps): the given ones and `$ATOMTASK_IMPORTABLE`'s.
+        self.importable: tuple[str, ...] = (*importable, *env_importable())
         self._json_documents: dict[str, Any] = {}
         self._json_resources: JsonSchemaResources | None = None
 

@@ -192,6 +192,7 @@ def import_callable(
     found = getattr(module, attribute, None)
     if found is None or not callable(found):
         names = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__]
+        names += [n for n in getattr(module, "__all__", ()) if n not in names]  # a package's lazy exports
         what = "has no function" if found is None else "has a name that is not callable:"
         raise SchemaError(
             f"Module {module.__name__!r} {what} {attribute!r} (named in {where}).{did_you_mean(attribute, names)} "

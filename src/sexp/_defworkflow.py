@@ -32,12 +32,14 @@ a schema, a field may say `(redact true)`; `(migrations (migration (from "1.0") 
 (title headline)) (drop notes) (set (score 0)) (convert (words "len(state.body)")) (resume_at write))
 ...)`, or `(migration (from "1.1") (to "1.2") (call "myapp.migrations:to_1_2"))`; an approval step is
 `(step ok (type approval) (message "Publish {{state.title}}?") (output approved) (timeout "24h")
-(on_timeout reject))`; `(route ...)` lists routes, each `((when "expr") (to step))` or a bare target; `(on_failure
-stop)`, `(on_failure continue)`, `(on_failure (retry_with "model" ...) (to step))`; `(parallel (step
-...) ...)`. Expressions (`when`, `set`, `for_each`) are strings (a symbol such as `state.done` is
-read as its text). An input value is a literal (string, number, `true`, `false`, `nil`, or a list of
-these); `"{{state.x}}"` passes a state field. Each part remembers its line and column, so every
-check of the workflow registry (E110-E119) points into the S-expression source, as it does for YAML.
+(on_timeout reject))`; a code step is `(step fetch (call "myshop.orders:fetch_order") (inputs (order_id
+"{{state.order_id}}")) (output order) (retries 2) (timeout "30s"))`; `(route ...)` lists routes, each
+`((when "expr") (to step))` or a bare target; `(on_failure stop)`, `(on_failure continue)`,
+`(on_failure (retry_with "model" ...) (to step))`; `(parallel (step ...) ...)`. Expressions (`when`,
+`set`, `for_each`) are strings (a symbol such as `state.done` is read as its text). An input value is
+a literal (string, number, `true`, `false`, `nil`, or a list of these); `"{{state.x}}"` passes a state
+field. Each part remembers its line and column, so every check of the workflow registry (E110-E124)
+points into the S-expression source, as it does for YAML.
 """
 
 from __future__ import annotations
@@ -70,13 +72,13 @@ WORKFLOW_CLAUSES = (
 )
 #: The clauses of a `(step id ...)` form: the keys of a YAML step.
 STEP_CLAUSES = (
-    "task", "workflow", "parallel", "inputs", "outputs", "output", "set", "when", "route", "max_visits", "for_each",
-    "as", "concurrency", "collect", "on_failure", "model", "model_settings", "retries", "limits", "repair",
+    "task", "workflow", "call", "parallel", "inputs", "outputs", "output", "set", "when", "route", "max_visits",
+    "for_each", "as", "concurrency", "collect", "on_failure", "model", "model_settings", "retries", "limits", "repair",
     "type", "message", "timeout", "on_timeout",
 )  # fmt: skip
 #: The clauses of a `(migration ...)` form: the keys of a YAML migration.
 MIGRATION_CLAUSES = ("from", "to", "rename", "drop", "set", "convert", "call", "resume_at")
-_NAMES = ("task", "workflow", "output", "collect", "as", "model", "type", "on_timeout")
+_NAMES = ("task", "workflow", "call", "output", "collect", "as", "model", "type", "on_timeout")
 _LITERALS = ("retries", "concurrency", "max_visits", "repair", "timeout", "message")
 _EXPRESSIONS = ("when", "for_each")
 _LIMIT_KEYS = tuple(TemplateLimits.model_fields)

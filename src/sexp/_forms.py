@@ -233,6 +233,8 @@ TEMPLATE_CLAUSES = (
     "limits",
     "cache",
     "repair",
+    "tools",
+    "tool_calls",
 )
 _TEXT_CLAUSES = ("description", "system", "instructions", "model")
 _OUTPUT_KEYS = ("type", "schema", "mode")
@@ -277,7 +279,11 @@ def template_from_form(form: SList) -> Template:
             origins[key] = (
                 _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
             )
-        elif key in ("retries", "repair"):  # `(repair lenient)`: a symbol reads as its name
+        elif key == "tools":
+            data[key] = [_tool(node, label) for node in args]
+            for index, node in enumerate(args):
+                origins[f"tools.{index}"] = TextOrigin(location=node.location)
+        elif key in ("retries", "repair", "tool_calls"):  # `(repair lenient)`: a symbol reads as its name
             data[key] = datum(single(args, clause, label, TemplateError))
         elif key == "params":
             data[key] = _params(args, label, origins)
@@ -303,6 +309,34 @@ def template_from_form(form: SList) -> Template:
         message = err["msg"].removeprefix("Value error, ")
         raise TemplateError(f"Invalid {label}: `{'.'.join(path)}`: {message}.", location=location) from None
     return template.located(form.location, origins)
+
+
+# The keys of a tool entry whose values are mappings themselves, written as `((key value) ...)`.
+_MAPPING_KEYS = ("mcp", "env", "headers")
+
+
+def _tool(node: Node, label: str) -> Any:
+    """A `tools` entry: `"module:function"`, or `((function "m:f") (name "x"))` / `((mcp ((command "python")
+    (args ("-m" "fx")))) (prefix "fx"))` as the mapping YAML would give."""
+    if isinstance(node, Literal) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, Symbol):
+        return node.name
+    example = '((function "pkg.module:function")) or ((mcp ((command "python") (args ("-m" "server")))) (prefix "fx"))'
+    return _mapping(node, "tools", label, example)
+
+
+def _mapping(node: Node, key: str, label: str, example: str) -> dict[str, Any]:
+    if not isinstance(node, SList):
+        raise TemplateError(
+            f"An entry of `{key}` in {label} is a string or a list of `(key value)` pairs, like `{example}`; "
+            f"found {describe(node)}.",
+            location=node.location,
+        )
+    found: dict[str, Any] = {}
+    for name, value, _ in pairs(node.items, key, label, TemplateError, noun="key", example=example):
+        found[name] = _mapping(value, name, label, example) if name in _MAPPING_KEYS else datum(value)
+    return found
 
 
 def _cache(args: Sequence[Node], clause: SList, label: str) -> Any:

@@ -25,6 +25,7 @@ __all__ = [
     "TaskNotes",
     "TaskResult",
     "TaskStatus",
+    "ToolCall",
     "UsageNotes",
     "WorkflowResult",
 ]
@@ -42,9 +43,12 @@ class TaskStatus(StrEnum):
 class FailureReason(StrEnum):
     """Why a task, a workflow run or a batch item failed; a fixed set so callers can branch on it.
 
-    A task fails for the first seven; a workflow run also for the next four (`step_failed`: a step's task
-    or sub-workflow failed, and its `details` say why); a batch item for any of them, or `cancelled` (taken
-    off the queue before it ran, when a DBOS batch stopped).
+    A task fails for the first seven or `tool_error` (a tool it called raised an exception that is not a
+    retry: `details` name the tool and the exception's type); a workflow run also for the next four
+    (`step_failed`: a step's task
+    or sub-workflow failed, and its `details` say why) and `code_error` (a code step's function raised or
+    timed out: `details` name the function and the exception's type); a batch item for any of them, or
+    `cancelled` (taken off the queue before it ran, when a DBOS batch stopped).
     """
 
     TEMPLATE_NOT_FOUND = "template_not_found"
@@ -59,6 +63,8 @@ class FailureReason(StrEnum):
     EXPRESSION_ERROR = "expression_error"
     MAX_VISITS_EXCEEDED = "max_visits_exceeded"
     CANCELLED = "cancelled"
+    TOOL_ERROR = "tool_error"
+    CODE_ERROR = "code_error"
 
 
 class TaskError(BaseModel):
@@ -119,6 +125,24 @@ class Coercion(BaseModel):
         return f"lenient {self.kind} at {self.path or '(root)'!r}: {self.before!r} -> {self.after!r}"
 
 
+class ToolCall(BaseModel):
+    """One call the model made to a tool (a Python function or an MCP server's) within an attempt.
+
+    `args` are the arguments as the model sent them; `result` is what went back to the model (as JSON,
+    or its text), `error` what the tool raised (`ModelRetry` messages and argument validation errors
+    are sent back to the model, which may call again; any other exception ends the task as
+    `tool_error`). `duration_ms` is the tool's own running time, when it ran.
+    """
+
+    name: str
+    args: Any = None
+    call_id: str | None = None
+    result: Any = None
+    error: str | None = None
+    retried: bool = False
+    duration_ms: float | None = None
+
+
 class Attempt(BaseModel):
     """One model call: what it answered, what was repaired, and the errors it drew, if any.
 
@@ -142,6 +166,8 @@ class Attempt(BaseModel):
     status: int | None = None
     usage: UsageNotes = Field(default_factory=UsageNotes)
     duration_ms: float | None = None
+    #: The tools this answer called, in order, with what each returned or raised.
+    tool_calls: list[ToolCall] = Field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -229,6 +255,8 @@ class StepVisit(BaseModel):
     item: int | None = None
     task: str | None = None
     workflow: str | None = None
+    #: The function a code step ran (`package.module:function`).
+    call: str | None = None
     model: str | None = None
     result: TaskResult[Any] | None = None
     subworkflow: WorkflowResult[Any] | None = None
@@ -298,6 +326,7 @@ class BatchItemResult(BaseModel):
         error: the reason and message (None when COMPLETE).
         usage: tokens, requests and cost the item spent when it ran (kept by the record).
         attempts: how many model answers and provider faults the item went through.
+        tool_calls: every tool call its tasks made, in order (in the JSON line only when there are some).
         index: the item's 0-based position in the input (not written to the JSON line).
         resumed: True when the result was read from the durable record, not run now (not written either).
     """
@@ -308,6 +337,7 @@ class BatchItemResult(BaseModel):
     error: TaskError | None = None
     usage: UsageNotes = Field(default_factory=UsageNotes)
     attempts: int = 0
+    tool_calls: list[ToolCall] = Field(default_factory=list, exclude_if=lambda calls: not calls)
     index: int = Field(default=0, exclude=True)
     resumed: bool = Field(default=False, exclude=True)
 

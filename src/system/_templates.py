@@ -18,8 +18,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     field_serializer,
     field_validator,
@@ -28,8 +30,12 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 __all__ = [
+    "TOOL_TAGS",
     "CacheChoice",
     "CachePolicy",
+    "FunctionToolSpec",
+    "McpServerSpec",
+    "McpToolSpec",
     "OutputFormat",
     "OutputMode",
     "ParamSpec",
@@ -39,6 +45,7 @@ __all__ = [
     "Template",
     "TemplateLimits",
     "TextOrigin",
+    "ToolSpec",
     "cache_choice",
     "find_placeholders",
     "format_duration",
@@ -373,6 +380,155 @@ def find_placeholders(text: str) -> tuple[list[Placeholder], list[tuple[int, str
     return found, malformed
 
 
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_TOOL_FORMS = (
+    "`module:function`, a Python function, `{function: module:function, name: ...}`, or "
+    "`{mcp: {command: ..., args: [...]} | {url: ...}, prefix: ...}`"
+)
+
+
+class FunctionToolSpec(BaseModel):
+    """A Python function the model may call: `"module:function"` or the function itself.
+
+    `name` replaces the function's own name as the model sees it. Any other key of a declared entry
+    is an option of a *tool factory* (`atomtask.tools:http_get` with `allow_hosts: [...]`): the
+    reference is called with the options and returns the tool.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, arbitrary_types_allowed=True)
+
+    function: Any
+    """`"package.module:function"`, a callable, or a pydantic-ai `Tool`."""
+    name: str | None = None
+
+    @field_validator("function")
+    @classmethod
+    def _reference(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            module, sep, attribute = value.partition(":")
+            if not sep or not module or not attribute:
+                raise ValueError(f"tool reference {value!r} is malformed; write it as `package.module:function`")
+            return value
+        if not (callable(value) or _is_pydantic_ai_tool(value)):
+            raise ValueError(f"a tool is {_TOOL_FORMS}; got {type(value).__name__}")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _tool_name(cls, value: str | None) -> str | None:
+        if value is not None and not _TOOL_NAME_RE.match(value):
+            raise ValueError(f"tool name {value!r} must be 1-64 letters, digits, `_` or `-`, starting with a letter")
+        return value
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options passed to a tool factory (every key but `function` and `name`)."""
+        return dict(self.__pydantic_extra__ or {})
+
+    @property
+    def reference(self) -> str:
+        """`module:function` as declared, or the function's own `module:qualname`."""
+        if isinstance(self.function, str):
+            return self.function
+        target = getattr(self.function, "function", self.function)  # a pydantic-ai `Tool` wraps its function
+        return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', repr(target))}"
+
+
+class McpServerSpec(BaseModel):
+    """How to reach an MCP server: a command over stdio, or a URL (streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "an MCP server is either `{command: ..., args: [...]}` (stdio) or `{url: http://...}` "
+                "(streamable HTTP), not both or neither"
+            )
+        if self.url is not None:
+            if not re.match(r"^https?://", self.url):
+                raise ValueError(f"MCP url {self.url!r} must start with http:// or https://")
+            if self.args or self.env or self.cwd:
+                raise ValueError("`args`, `env` and `cwd` apply to a `command` (stdio) server, not to a `url`")
+        elif self.headers:
+            raise ValueError("`headers` apply to a `url` server, not to a `command` (stdio) one")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.url if self.url is not None else " ".join([str(self.command), *self.args])
+
+
+class McpToolSpec(BaseModel):
+    """The tools of an MCP server; `prefix` puts `prefix_` before each of their names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcp: McpServerSpec
+    prefix: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds to wait for the server to start and answer its handshake (pydantic-ai's default otherwise)."""
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,31}", value):
+            raise ValueError(f"MCP prefix {value!r} must be 1-32 letters, digits or `_`, starting with a letter")
+        return value
+
+
+def _is_pydantic_ai_tool(value: Any) -> bool:
+    """A pydantic-ai `Tool` (told apart without importing pydantic-ai)."""
+    return type(value).__name__ == "Tool" and type(value).__module__.startswith("pydantic_ai")
+
+
+#: The tags of the `tools:` union in pydantic's error locations; they are not keys of the document.
+TOOL_TAGS = frozenset({"tool:function", "tool:mcp"})
+
+
+def _tool_kind(value: Any) -> str | None:
+    if isinstance(value, FunctionToolSpec):
+        return "tool:function"
+    if isinstance(value, McpToolSpec):
+        return "tool:mcp"
+    if isinstance(value, Mapping):
+        return "tool:mcp" if "mcp" in value else "tool:function" if "function" in value else None
+    return None
+
+
+ToolSpec = Annotated[
+    Annotated[FunctionToolSpec, Tag("tool:function")] | Annotated[McpToolSpec, Tag("tool:mcp")],
+    Discriminator(
+        _tool_kind,
+        custom_error_type="tool_entry",
+        custom_error_message=f"a tool entry is {_TOOL_FORMS}",
+    ),
+]
+"""One `tools:` entry: a `FunctionToolSpec` or an `McpToolSpec`."""
+
+
+def _tool_entries(value: Any) -> Any:
+    """The `tools:` list with each bare reference, function or pydantic-ai `Tool` written as `{function: ...}`."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        value = [value]
+    return [
+        {"function": entry}
+        if isinstance(entry, str) or _is_pydantic_ai_tool(entry) or (callable(entry) and not isinstance(entry, type))
+        else entry
+        for entry in value
+    ]
+
+
 class Template(BaseModel):
     """An atomic task: a named prompt with typed parameters and a declared answer format.
 
@@ -404,6 +560,10 @@ class Template(BaseModel):
     """pydantic-ai `ModelSettings` for this template's calls (`temperature`, `max_tokens`, `seed`, ...)."""
     cache: CachePolicy | None = None
     """Serve repeated calls from the response cache: `true`, `false` or `{ttl: 1h}`; off when absent."""
+    tools: Annotated[list[ToolSpec], BeforeValidator(_tool_entries)] = Field(default_factory=list)
+    """What the model may call before its final answer: Python functions and MCP servers (see `ToolSpec`)."""
+    tool_calls: int | None = Field(default=None, ge=1)
+    """At most this many tool calls across all of the task's attempts (unbounded when absent)."""
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)

@@ -337,6 +337,11 @@ class Step(BaseModel):
     field to an output field (`{score: score}`); `output` stores the whole answer in one field.
     `set` assigns expressions to fields after the outputs. `for_each` runs the step once per element
     of a list (`as` names the element, `{{item}}` by default) and `collect` stores the answers in order.
+
+    `call: "package.module:function"` runs a typed Python function instead of a task (a *code step*):
+    `inputs` bind its parameters, its return value is the answer; the function is imported from the
+    `importable` packages only. On a code step `retries` re-runs the function after an exception and
+    `timeout` (seconds, or `30s`, `2m`) bounds each run.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -344,6 +349,8 @@ class Step(BaseModel):
     id: str
     task: str | None = None
     workflow: str | None = None
+    #: A Python function to run instead of a task: `"package.module:function"`.
+    call: str | None = None
     parallel: list[Step] | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
     outputs: dict[str, str] = Field(default_factory=dict)
@@ -366,7 +373,8 @@ class Step(BaseModel):
     type: Literal["approval"] | None = None
     #: An approval step's text for the person deciding (with `{{state.x}}` placeholders).
     message: str | None = None
-    #: How long an approval step waits, in seconds (`24h`, `30m` and `45s` are read as durations).
+    #: How long an approval step waits, or a code step's function may run, in seconds (`24h`, `30m` and
+    #: `45s` are read as durations).
     timeout: float | None = None
     on_timeout: Literal["reject", "approve"] = "reject"
 
@@ -398,12 +406,16 @@ class Step(BaseModel):
         if self.type == "approval":
             return self._check_approval()
         extra = [key for key in _APPROVAL_KEYS if key in self.model_fields_set]
+        if extra == ["timeout"] and self.call is not None:
+            extra = []  # a code step's function runs for at most `timeout`
         if extra:
-            raise ValueError(f"`{extra[0]}` only applies to an approval step (`type: approval`)")
+            also = " or a code step (`call`)" if extra[0] == "timeout" else ""
+            raise ValueError(f"`{extra[0]}` only applies to an approval step (`type: approval`){also}")
         kinds = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
-        if len(kinds) != 1:
+        # `call` beside another kind is reported by the workflow checks, under its own code (E121).
+        if self.call is None and len(kinds) != 1:
             found = ", ".join(f"`{k}`" for k in kinds) or "none of them"
-            raise ValueError(f"a step has exactly one of `task`, `workflow` or `parallel` (found {found})")
+            raise ValueError(f"a step has exactly one of `task`, `workflow`, `call` or `parallel` (found {found})")
         if self.output is not None and self.outputs:
             raise ValueError("a step has `output` (the whole answer) or `outputs` (chosen fields), not both")
         loop_keys = [k for k in ("collect", "as_", "concurrency") if k in self.model_fields_set]
@@ -416,7 +428,7 @@ class Step(BaseModel):
         return self
 
     def _check_approval(self) -> Step:
-        runs = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
+        runs = [key for key in ("task", "workflow", "call", "parallel") if getattr(self, key) is not None]
         if runs:
             raise ValueError(f"an approval step waits for a person; it has no `{runs[0]}`")
         for key in (*_NOT_APPROVAL, "collect", "as_", "concurrency"):
@@ -449,13 +461,15 @@ class Step(BaseModel):
                 )
 
     @property
-    def kind(self) -> Literal["task", "workflow", "parallel", "approval"]:
-        """Which of `task`, `workflow` or `parallel` this step runs, or `approval` (it waits for a decision)."""
+    def kind(self) -> Literal["task", "workflow", "call", "parallel", "approval"]:
+        """Which of `task`, `workflow`, `call` or `parallel` this step runs, or `approval` (it waits for a decision)."""
         if self.type == "approval":
             return "approval"
         if self.task is not None:
             return "task"
-        return "workflow" if self.workflow is not None else "parallel"
+        if self.workflow is not None:
+            return "workflow"
+        return "call" if self.call is not None else "parallel"
 
     @property
     def members(self) -> list[Step]:

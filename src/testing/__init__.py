@@ -24,6 +24,8 @@ if TYPE_CHECKING:
         TextReply,
         TokenUsage,
         ToolCallReply,
+        ToolCallsReply,
+        ToolResult,
         TruncatedStreamReply,
     )
     from atomtask.testing._scripted import ReplyFunction, ScriptedCall, ScriptedModel, ScriptedReply, scripted_model
@@ -47,6 +49,8 @@ __all__ = [
     "TextReply",
     "TokenUsage",
     "ToolCallReply",
+    "ToolCallsReply",
+    "ToolResult",
     "TruncatedStreamReply",
     "scripted_model",
 ]

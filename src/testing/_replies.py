@@ -1,14 +1,16 @@
 """The fake provider's values: the replies a test scripts, the token usage they report, the requests it records.
 
 A test builds replies with `Reply` and queues them with `FakeProviderServer.script()`; the server
-turns each into an answer on the wire and records every request it receives as a `RecordedRequest`.
-A content reply is settled for the wire as an `Answer` (the tool it calls, its arguments as text, its
-token usage), the same way for either wire format, and cut into the deltas a stream carries.
+turns each into an answer on the wire and records every request it receives as a `RecordedRequest`,
+which also reads back the tools a request offered and the `ToolResult`s the client sent back.
+A content reply is settled for the wire as an `Answer` (its text or the `WireCall`s it makes, each
+tool's arguments as text, its token usage), the same way for either wire format, and cut into the
+deltas a stream carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -26,8 +28,11 @@ __all__ = [
     "TextReply",
     "TokenUsage",
     "ToolCallReply",
+    "ToolCallsReply",
+    "ToolResult",
     "TruncatedStreamReply",
     "Wire",
+    "WireCall",
     "estimated_usage",
     "offered_tool",
     "pieces",
@@ -65,6 +70,33 @@ class ToolCallReply:
 
     args: Mapping[str, object] | str
     name: str | None = attrs.field(default=None, kw_only=True)
+    usage: TokenUsage | None = attrs.field(default=None, kw_only=True)
+
+
+def _calls(calls: Iterable[ToolCallReply]) -> tuple[ToolCallReply, ...]:
+    return tuple(calls)
+
+
+def _one_usage(instance: ToolCallsReply, attribute: object, calls: tuple[ToolCallReply, ...]) -> None:
+    """A usage error at scripting time: an answer holds at least one call and reports one token usage."""
+    if not calls:
+        raise ValueError("`Reply.tool_calls()` needs at least one call, e.g. `Reply.tool_calls(('lookup', {}))`.")
+    if any(call.usage is not None for call in calls):
+        raise ValueError(
+            "The calls of `Reply.tool_calls()` share one answer and so one token usage: "
+            "pass `usage=` to `Reply.tool_calls()`, not to its calls."
+        )
+
+
+@attrs.frozen
+class ToolCallsReply:
+    """The model calls several tools in one answer (parallel tool calls), in the order of `calls`.
+
+    Each call gets its own tool call id, and the client runs them all before it asks the model again.
+    A call with `name=None` calls the tool a `ToolCallReply` alone would call.
+    """
+
+    calls: tuple[ToolCallReply, ...] = attrs.field(converter=_calls, validator=_one_usage)
     usage: TokenUsage | None = attrs.field(default=None, kw_only=True)
 
 
@@ -107,7 +139,14 @@ class DelayedReply:
 
 
 ServerReply: TypeAlias = (
-    TextReply | ToolCallReply | EmptyReply | ErrorReply | DisconnectReply | TruncatedStreamReply | DelayedReply
+    TextReply
+    | ToolCallReply
+    | ToolCallsReply
+    | EmptyReply
+    | ErrorReply
+    | DisconnectReply
+    | TruncatedStreamReply
+    | DelayedReply
 )
 """Anything `FakeProviderServer.script()` accepts."""
 
@@ -129,6 +168,20 @@ class Reply:
     ) -> ToolCallReply:
         """A call to tool `name` (`None`: the first tool offered) with `args` (a dict, or a raw string)."""
         return ToolCallReply({} if args is None else args, name=name, usage=usage)
+
+    @staticmethod
+    def tool_calls(
+        *calls: tuple[str, Mapping[str, object] | str] | ToolCallReply,
+        usage: TokenUsage | None = None,
+    ) -> ToolCallsReply:
+        """One answer calling several tools at once, each a `(name, args)` pair or a `ToolCallReply`.
+
+        `Reply.tool_calls(('lookup_price', {'product': 'grinder'}), ('fx_convert', {'to': 'EUR'}))`
+        """
+        return ToolCallsReply(
+            [call if isinstance(call, ToolCallReply) else ToolCallReply(call[1], name=call[0]) for call in calls],
+            usage=usage,
+        )
 
     @staticmethod
     def error(
@@ -164,6 +217,19 @@ class Reply:
 
 
 @attrs.frozen(kw_only=True)
+class ToolResult:
+    """A tool's result as the client sent it back to the model, for the call with id `call_id`.
+
+    `content` is the text the model reads (text blocks joined); `is_error` is Anthropic's flag for a
+    failed call, a retry included (OpenAI has no such flag: a retry there is only its message).
+    """
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class RecordedRequest:
     """One HTTP request the server received: header names are lowercased, `body` is the parsed JSON object."""
 
@@ -181,13 +247,68 @@ class RecordedRequest:
         """Whether the client asked for a server-sent event stream."""
         return self.body.get("stream") is True
 
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the tools the request offered (function and output tools alike), in order."""
+        tools = self.body.get("tools")
+        return [name for tool in (tools if isinstance(tools, list) else []) if (name := _tool_name(tool))]
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        """The tool results the request carried back to the model, in order, for either wire format.
+
+        OpenAI sends each as a `{"role": "tool"}` message, Anthropic as `tool_result` blocks in a user message.
+        """
+        messages = self.body.get("messages")
+        results: list[ToolResult] = []
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict):
+                continue
+            if self.wire == "openai" and message.get("role") == "tool":
+                content = _text(message.get("content"))
+                results.append(ToolResult(call_id=str(message.get("tool_call_id")), content=content))
+            elif self.wire == "anthropic" and isinstance(blocks := message.get("content"), list):
+                results += [
+                    ToolResult(
+                        call_id=str(block.get("tool_use_id")),
+                        content=_text(block.get("content")),
+                        is_error=block.get("is_error") is True,
+                    )
+                    for block in blocks
+                    if isinstance(block, dict) and block.get("type") == "tool_result"
+                ]
+        return results
+
+
+def _tool_name(tool: object) -> str | None:
+    """The name of a tool as offered: OpenAI nests it under `function`, Anthropic does not."""
+    spec = tool.get("function", tool) if isinstance(tool, dict) else None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _text(content: object) -> str:
+    """A message's content as text: a string as is, or its text parts joined (both wires allow a list)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str))
+
+
+@attrs.frozen(kw_only=True)
+class WireCall:
+    """One tool call as it goes on the wire: `number` makes its id (`call_<n>`, `toolu_<n>`), unique per server."""
+
+    number: int
+    name: str
+    arguments: str
+
 
 @attrs.frozen(kw_only=True)
 class Answer:
     reply_id: int
     text: str | None
-    tool_name: str | None
-    arguments: str | None
+    calls: tuple[WireCall, ...] = ()
     usage: TokenUsage
 
 
@@ -201,8 +322,7 @@ def offered_tool(wire: Wire, body: dict[str, Any]) -> str | None:
         elif choice.get("type") == "allowed_tools":  # OpenAI restricting the choice to some tools
             tools = (choice.get("allowed_tools") or {}).get("tools")
     for tool in tools if isinstance(tools, list) else []:
-        spec = tool.get("function", tool) if isinstance(tool, dict) else None
-        if isinstance(spec, dict) and isinstance(name := spec.get("name"), str):
+        if name := _tool_name(tool):
             return name
     return None
 

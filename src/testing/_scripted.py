@@ -11,7 +11,7 @@ from typing import TypeAlias
 
 import attrs
 from atomtask.errors import ScriptError, ScriptExhaustedError
-from atomtask.testing._replies import TextReply, ToolCallReply
+from atomtask.testing._replies import TextReply, ToolCallReply, ToolCallsReply
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -19,8 +19,9 @@ from pydantic_ai.usage import RequestUsage
 ReplyFunction: TypeAlias = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 """Builds the reply itself from the messages and the `AgentInfo` the model received."""
 
-ScriptedReply: TypeAlias = str | TextReply | ToolCallReply | Mapping[str, object] | ReplyFunction
-"""A text answer (`str`, `TextReply`), a tool call (`ToolCallReply`, a dict of arguments), or a function."""
+ScriptedReply: TypeAlias = str | TextReply | ToolCallReply | ToolCallsReply | Mapping[str, object] | ReplyFunction
+"""A text answer (`str`, `TextReply`), a tool call (`ToolCallReply`, a dict of arguments), several tool calls
+in one answer (`ToolCallsReply`, from `Reply.tool_calls`), or a function."""
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +106,15 @@ def _response(reply: ScriptedReply, messages: list[ModelMessage], info: AgentInf
         case ToolCallReply(args=args, name=name, usage=usage):
             tool_name = name or _first_tool(info)
             response = ModelResponse(parts=[ToolCallPart(tool_name, args if isinstance(args, str) else dict(args))])
+        case ToolCallsReply(calls=calls, usage=usage):
+            response = ModelResponse(
+                parts=[
+                    ToolCallPart(
+                        call.name or _first_tool(info), call.args if isinstance(call.args, str) else dict(call.args)
+                    )
+                    for call in calls
+                ]
+            )
         case Mapping():
             return ModelResponse(parts=[ToolCallPart(_first_tool(info), dict(reply))])
         case _:

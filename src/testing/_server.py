@@ -34,8 +34,10 @@ from atomtask.testing._replies import (
     ServerReply,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     TruncatedStreamReply,
     Wire,
+    WireCall,
     estimated_usage,
     offered_tool,
 )
@@ -83,6 +85,19 @@ class FakeProviderServer:
     script runs out the server answers HTTP 500 "no scripted reply left" with `x-should-retry: false`, so
     the SDKs don't retry it. Every request is recorded in `requests`, in order.
 
+    A tool-call round trip: `Reply.tool_calls(...)` answers with one or more calls to the agent's function
+    tools, each with an id unique to the server (`call_1`, `call_2`, ... on OpenAI; `toolu_1`, ... on
+    Anthropic); the next request's `tool_results` hold what the tools returned, by call id:
+        ```python
+        server.script(
+            Reply.tool_calls(('lookup_price', {'product': 'grinder'})),
+            Reply.tool_call('final_result', {'price': 129.0}),
+        )
+        agent = Agent(server.anthropic_model(), output_type=Quote, tools=[lookup_price])
+        assert Quote(price=129.0) == (await agent.run('Quote a grinder.')).output
+        assert [ToolResult(call_id='toolu_1', content='129.0')] == server.requests[1].tool_results
+        ```
+
     Code that builds its model from a model string reaches the server through the SDKs' environment
     variables: `OPENAI_BASE_URL=server.openai_base_url` with `openai-chat:<model>`, and
     `ANTHROPIC_BASE_URL=server.anthropic_base_url` with `anthropic:<model>` (with any `OPENAI_API_KEY` /
@@ -104,6 +119,7 @@ class FakeProviderServer:
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
+        self._call_ids = itertools.count(1)  # Tool call ids are unique across answers, as a conversation needs.
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.batches = FakeBatches(self)  # the batch endpoints' state (`_batches`)
@@ -304,7 +320,7 @@ class FakeProviderServer:
             case DisconnectReply():
                 cut(handler.connection)
                 handler.close_connection = True
-            case TextReply() | ToolCallReply() | TruncatedStreamReply() | EmptyReply():
+            case TextReply() | ToolCallReply() | ToolCallsReply() | TruncatedStreamReply() | EmptyReply():
                 answer = self._resolve(reply, wire, body, raw_size=raw_size, number=number)
                 if isinstance(answer, ErrorReply):
                     send_error(handler, wire, answer)
@@ -328,31 +344,34 @@ class FakeProviderServer:
 
     def _resolve(
         self,
-        reply: TextReply | ToolCallReply | TruncatedStreamReply | EmptyReply,
+        reply: TextReply | ToolCallReply | ToolCallsReply | TruncatedStreamReply | EmptyReply,
         wire: Wire,
         body: dict[str, Any],
         *,
         raw_size: int,
         number: int,
     ) -> Answer | ErrorReply:
-        """Settle what goes on the wire for a content reply: the tool name, the arguments as a string."""
+        """Settle what goes on the wire for a content reply: each tool's name and id, its arguments as a string."""
         reply_id = next(self._ids)
-        if isinstance(reply, ToolCallReply):
-            name = reply.name or offered_tool(wire, body)
-            if name is None:
-                return _final(
-                    500,
-                    f"FakeProviderServer: `Reply.tool_call()` without a name calls the first tool offered, "
-                    f"but request #{number} offered none. Pass `name=`.",
-                )
-            arguments = reply.args if isinstance(reply.args, str) else json.dumps(dict(reply.args))
-            usage = reply.usage or estimated_usage(raw_size, arguments)
-            return Answer(reply_id=reply_id, text=None, tool_name=name, arguments=arguments, usage=usage)
+        if isinstance(reply, ToolCallReply | ToolCallsReply):
+            calls: list[WireCall] = []
+            for call in (reply,) if isinstance(reply, ToolCallReply) else reply.calls:
+                name = call.name or offered_tool(wire, body)
+                if name is None:
+                    return _final(
+                        500,
+                        f"FakeProviderServer: a tool call without a name (`Reply.tool_call()`) calls the first "
+                        f"tool offered, but request #{number} offered none. Pass `name=`.",
+                    )
+                arguments = call.args if isinstance(call.args, str) else json.dumps(dict(call.args))
+                calls.append(WireCall(number=next(self._call_ids), name=name, arguments=arguments))
+            usage = reply.usage or estimated_usage(raw_size, "".join(call.arguments for call in calls))
+            return Answer(reply_id=reply_id, text=None, calls=tuple(calls), usage=usage)
         if isinstance(reply, EmptyReply):
             usage = reply.usage or estimated_usage(raw_size, "")
-            return Answer(reply_id=reply_id, text=None, tool_name=None, arguments=None, usage=usage)
+            return Answer(reply_id=reply_id, text=None, usage=usage)
         usage = (reply.usage if isinstance(reply, TextReply) else None) or estimated_usage(raw_size, reply.text)
-        return Answer(reply_id=reply_id, text=reply.text, tool_name=None, arguments=None, usage=usage)
+        return Answer(reply_id=reply_id, text=reply.text, usage=usage)
 
 
 def _final(status: int, message: str) -> ErrorReply:

@@ -1,7 +1,8 @@
 """The wire of the fake provider: the OpenAI and Anthropic formats, and the HTTP server that writes them.
 
 A completion (OpenAI chat completions) or a message (Anthropic messages) as JSON or as server-sent
-events, and each provider's error types by status. `HTTPServer` is a threaded server on 127.0.0.1 that
+events, with its text or its tool calls (several at once, each with its own id, as parallel calls come),
+and each provider's error types by status. `HTTPServer` is a threaded server on 127.0.0.1 that
 hands every connection and `POST` to its owner (a `FakeProviderServer`); the `send_*` functions write a
 JSON body, a chunked server-sent event stream or a provider-shaped error, each optionally cut off
 midway, and `cut` drops a connection.
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, Protocol
 
-from atomtask.testing._replies import Answer, ErrorReply, TokenUsage, Wire, pieces
+from atomtask.testing._replies import Answer, ErrorReply, TokenUsage, Wire, WireCall, pieces
 
 __all__ = [
     "ANTHROPIC_ERRORS",
@@ -48,13 +49,14 @@ OPENAI_ERRORS: Final[dict[int, tuple[str, str | None]]] = {
 def openai_completion(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
     """A chat completion carrying `answer`; `empty` sends `choices: []` (a fault some providers and proxies show)."""
     message: dict[str, Any] = {"role": "assistant", "content": answer.text, "refusal": None}
-    if answer.tool_name is not None:
+    if answer.calls:
         message["tool_calls"] = [
             {
-                "id": f"call_{answer.reply_id}",
+                "id": f"call_{call.number}",
                 "type": "function",
-                "function": {"name": answer.tool_name, "arguments": answer.arguments},
+                "function": {"name": call.name, "arguments": call.arguments},
             }
+            for call in answer.calls
         ]
     return {
         "id": f"chatcmpl-{answer.reply_id}",
@@ -68,7 +70,7 @@ def openai_completion(answer: Answer, model: str, *, empty: bool = False) -> dic
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "stop" if answer.tool_name is None else "tool_calls",
+                "finish_reason": "tool_calls" if answer.calls else "stop",
             }
         ],
         "usage": _openai_usage(answer.usage),
@@ -103,16 +105,18 @@ def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[st
     if empty:
         return [chunk(None), "data: [DONE]\n\n"]
     events = [chunk({"role": "assistant", "content": ""})]
-    if answer.tool_name is None:
+    if not answer.calls:
         events += [chunk({"content": piece}) for piece in pieces(answer.text or "")]
         events.append(chunk({}, "stop"))
-    else:
-        call = {"index": 0, "id": f"call_{answer.reply_id}", "type": "function"}
-        events.append(chunk({"tool_calls": [{**call, "function": {"name": answer.tool_name, "arguments": ""}}]}))
+    # One call after the other, as OpenAI streams parallel calls: its id and name first, then its arguments.
+    for index, call in enumerate(answer.calls):
+        start = {"index": index, "id": f"call_{call.number}", "type": "function"}
+        events.append(chunk({"tool_calls": [{**start, "function": {"name": call.name, "arguments": ""}}]}))
         events += [
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-            for piece in pieces(answer.arguments or "")
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in pieces(call.arguments)
         ]
+    if answer.calls:
         events.append(chunk({}, "tool_calls"))
     return [*events, chunk(None), "data: [DONE]\n\n"]
 
@@ -131,33 +135,31 @@ ANTHROPIC_ERRORS: Final[dict[int, str]] = {
 }
 
 
-def _anthropic_arguments(answer: Answer) -> object:
+def _anthropic_arguments(call: WireCall) -> object:
     """Anthropic's JSON `input` is an object, so a raw argument string that isn't one goes in verbatim."""
-    assert answer.arguments is not None
     try:
-        return json.loads(answer.arguments)
+        return json.loads(call.arguments)
     except ValueError:
-        return answer.arguments
+        return call.arguments
+
+
+def _tool_use(call: WireCall, tool_input: object) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{call.number}", "name": call.name, "input": tool_input}
 
 
 def anthropic_message(answer: Answer, model: str, *, empty: bool = False) -> dict[str, Any]:
-    """A message carrying `answer`; `empty` sends `content: []`."""
-    if answer.tool_name is None:
-        content: dict[str, Any] = {"type": "text", "text": answer.text}
+    """A message carrying `answer`, one `tool_use` block per call; `empty` sends `content: []`."""
+    if answer.calls:
+        content = [_tool_use(call, _anthropic_arguments(call)) for call in answer.calls]
     else:
-        content = {
-            "type": "tool_use",
-            "id": f"toolu_{answer.reply_id}",
-            "name": answer.tool_name,
-            "input": _anthropic_arguments(answer),
-        }
+        content = [{"type": "text", "text": answer.text}]
     return {
         "id": f"msg_{answer.reply_id}",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [] if empty else [content],
-        "stop_reason": "end_turn" if answer.tool_name is None else "tool_use",
+        "content": [] if empty else content,
+        "stop_reason": "tool_use" if answer.calls else "end_turn",
         "stop_sequence": None,
         "usage": _anthropic_usage(answer.usage.input_tokens, answer.usage.output_tokens),
     }
@@ -180,18 +182,26 @@ def anthropic_events(answer: Answer, model: str, *, empty: bool = False) -> list
 
     start = {**anthropic_message(answer, model), "content": [], "stop_reason": None}
     start["usage"] = _anthropic_usage(answer.usage.input_tokens, 1)
-    if answer.tool_name is None:
-        block: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(answer.text or "")]
+    # Each content block opens, takes its deltas and closes before the next one (a tool call's id and
+    # name in its opening, its arguments as JSON pieces), as Anthropic streams several `tool_use` blocks.
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]]
+    if answer.calls:
+        blocks = [
+            (
+                _tool_use(call, {}),
+                [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(call.arguments)],
+            )
+            for call in answer.calls
+        ]
     else:
-        block = {"type": "tool_use", "id": f"toolu_{answer.reply_id}", "name": answer.tool_name, "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(answer.arguments or "")]
-    stop_reason = "end_turn" if answer.tool_name is None else "tool_use"
-    content = [
-        event({"type": "content_block_start", "index": 0, "content_block": block}),
-        *(event({"type": "content_block_delta", "index": 0, "delta": delta}) for delta in deltas),
-        event({"type": "content_block_stop", "index": 0}),
-    ]
+        text_deltas = [{"type": "text_delta", "text": piece} for piece in pieces(answer.text or "")]
+        blocks = [({"type": "text", "text": ""}, text_deltas)]
+    content: list[str] = []
+    for index, (block, deltas) in enumerate(blocks):
+        content.append(event({"type": "content_block_start", "index": index, "content_block": block}))
+        content += [event({"type": "content_block_delta", "index": index, "delta": delta}) for delta in deltas]
+        content.append(event({"type": "content_block_stop", "index": index}))
+    stop_reason = "tool_use" if answer.calls else "end_turn"
     return [
         event({"type": "message_start", "message": start}),
         *([] if empty else content),

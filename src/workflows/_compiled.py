@@ -1,9 +1,9 @@
 """A checked workflow, ready to run: `CompiledWorkflow`, its `CompiledStep`s, and their input values.
 
 Everything the runner needs is resolved once, when the workflow is registered: the state class, each
-step's task (or sub-workflow) and parameter types, the parsed inputs and expressions, the fields each
-step reads and writes, and where each step goes next; the workflow's checked `migrations` and the
-state fields declared `redact: true` (never stored in clear nor logged).
+step's task (or sub-workflow, or a code step's function) and parameter types, the parsed inputs and
+expressions, the fields each step reads and writes, and where each step goes next; the workflow's
+checked `migrations` and the state fields declared `redact: true` (never stored in clear nor logged).
 
 A step input is a `Value`: a string that is exactly one placeholder (`"{{state.x}}"`) passes the
 typed value it names (a list stays a list, a class instance stays an instance); a string with text
@@ -23,6 +23,7 @@ from atomtask.loading._template_registry import CompiledTemplate
 from atomtask.system._options import CallOptions
 from atomtask.system._templates import find_placeholders
 from atomtask.system._workflows import END, Migration, Step, Workflow
+from atomtask.workflows._calls import CompiledCall
 from atomtask.workflows._expressions import Expression, PathRef, read_path
 from atomtask.workflows._types import NONE
 from pydantic import BaseModel
@@ -178,6 +179,8 @@ class CompiledStep:
     path: str
     task: CompiledTemplate | None = None
     child: CompiledWorkflow | None = None
+    #: A code step's function (`call:`).
+    call: CompiledCall | None = None
     members: tuple[CompiledStep, ...] = ()
     param_types: Mapping[str, Any] = attrs.field(factory=dict)
     output_type: Any = None

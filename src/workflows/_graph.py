@@ -2,7 +2,8 @@
 
 Both are plain text built from the compiled workflow, so they show what the checks saw: the routes
 with their conditions, escalation edges, loops with their bounds, and for each step what it reads
-from the state and what it writes back.
+from the state and what it writes back. A code step (`call:`) is drawn as a subroutine box, `[[...]]`,
+labelled with its function.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def _label(step: CompiledStep) -> str:
         lines.append(f"task: {declared.task}")
     elif declared.workflow is not None:
         lines.append(f"workflow: {declared.workflow}")
+    elif declared.call is not None:
+        lines.append(f"call: {declared.call}")
     elif declared.kind == "approval":
         lines.append("approval")
     if declared.for_each is not None:
@@ -65,10 +68,10 @@ def mermaid(compiled: CompiledWorkflow) -> str:
         if step.members:
             lines.append(f'    subgraph {_node(step.id)} ["{_label(step)}"]')
             lines.append("        direction LR")
-            lines.extend(f'        {_node(m.id)}["{_label(m)}"]' for m in step.members)
+            lines.extend(f"        {_box(m)}" for m in step.members)
             lines.append("    end")
         else:
-            lines.append(f'    {_node(step.id)}["{_label(step)}"]')
+            lines.append(f"    {_box(step)}")
     for step in compiled.steps:
         source = _node(step.id)
         for route in step.routes:
@@ -88,6 +91,13 @@ def mermaid(compiled: CompiledWorkflow) -> str:
         if on_failure.to is not None:
             lines.append(f'    {source} -.->|"failed"| {_target(on_failure.to)}')
     return "\n".join(lines) + "\n"
+
+
+def _box(step: CompiledStep) -> str:
+    """A step's node: a rectangle, or a subroutine box (`[[...]]`) for a code step."""
+    if step.step.kind == "call":
+        return f'{_node(step.id)}[["{_label(step)}"]]'
+    return f'{_node(step.id)}["{_label(step)}"]'
 
 
 def _target(step_id: str) -> str:
@@ -128,6 +138,8 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
         if declared.task
         else f"workflow {declared.workflow}"
         if declared.workflow
+        else f"call {declared.call}"
+        if declared.call
         else f"approval -> state.{declared.output}"
         if declared.kind == "approval"
         else f"parallel ({len(step.members)} steps)"
@@ -178,9 +190,12 @@ def visit_line(visit: StepVisit) -> str:
         head += f" (retry {visit.attempt})"
     if visit.status is StepStatus.SKIPPED:
         return f"{head}: SKIPPED"
-    facts = [visit.model] if visit.model else []
-    requests = visit.usage.requests
-    facts.append(f"{requests} request{'s' if requests != 1 else ''}")
+    if visit.call is not None:  # a code step calls no model
+        facts = [f"call {visit.call}"]
+    else:
+        facts = [visit.model] if visit.model else []
+        requests = visit.usage.requests
+        facts.append(f"{requests} request{'s' if requests != 1 else ''}")
     duration = visit.result.notes.duration_ms if visit.result is not None else None
     if visit.subworkflow is not None:
         duration = visit.subworkflow.duration_ms

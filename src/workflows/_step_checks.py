@@ -1,4 +1,4 @@
-"""Checking one step of a workflow: its task or sub-workflow, inputs, outputs, expressions and paths.
+"""Checking one step of a workflow: its task, sub-workflow or function, inputs, outputs, expressions and paths.
 
 `compile_step` resolves what a step runs and parses everything it declares, noting each problem in
 the workflow's `Problems` and going on (so `atomtask check` reports them all). What a step writes is
@@ -8,6 +8,10 @@ type must fit its field's (E114). An approval step's `output` takes its decision
 `approved`, a field of a class like `ApprovalDecision` all of it. The checks that need the whole
 workflow (routes, reachability, cycles, data flow) are in `_checks`; those that need to know what has
 been written before the step (input types, reads through null) are `check_input_types`.
+
+A code step (`call:`) is checked as a task step is, its function's parameter annotations standing for
+the task's parameters and its return annotation for the output schema (`_calls.read_call`); what only
+a code step can get wrong has its own codes (E121-E124).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from atomtask.errors import (
     ProblemReported,
     UsageError,
     WorkflowBindingError,
+    WorkflowCallDeclarationError,
     WorkflowCycleError,
     WorkflowDeclarationError,
     WorkflowError,
@@ -32,6 +37,7 @@ from atomtask.errors import (
 from atomtask.loading._providers import check_model_settings, check_model_string
 from atomtask.schemas import _type_strings as type_strings
 from atomtask.system._workflows import END, ApprovalDecision, Step
+from atomtask.workflows._calls import CompiledCall, read_call
 from atomtask.workflows._compiled import CompiledRoute, CompiledStep, Read, Value, parse_value
 from atomtask.workflows._context import StepContext, check_null_reads, expression, label, typed
 from atomtask.workflows._expressions import Expression, not_null_when
@@ -55,10 +61,17 @@ def _state_field(ctx: StepContext, step: Step, field: str, where: str, key: str)
     return None
 
 
+def _runs(step: Step) -> str:
+    """What a step runs, for a message: `task 'x'`, `workflow 'y'` or `function 'pkg.mod:f'`."""
+    if step.task is not None:
+        return f"task {step.task!r}"
+    return f"workflow {step.workflow!r}" if step.workflow is not None else f"function {step.call!r}"
+
+
 def check_outputs(
     ctx: StepContext, step: Step, path: str, output_type: Any, item: Any
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    runs = f"task {step.task!r}" if step.task is not None else f"workflow {step.workflow!r}"
+    runs = _runs(step)
     found: list[tuple[str, tuple[str, ...]]] = []
     if step.output is not None:
         where = f"{path}.output"
@@ -168,6 +181,8 @@ def check_sets(ctx: StepContext, step: Step, path: str) -> tuple[tuple[str, Expr
 
 def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> CompiledStep:
     """Check one step (a group with its members) and return its compiled form, noting every problem."""
+    if step.call is not None:
+        _check_call_shape(ctx, step, path)
     declared_models = [(step.model, f"{path}.model")] if step.model else []
     declared_models += [(m, f"{path}.on_failure.retry_with") for m in step.on_failure.retry_with]
     for model, where in declared_models:
@@ -203,7 +218,12 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
         return CompiledStep(members=members, **common)
     if step.kind == "approval":
         return _approval(ctx, step, path, common)
-    task, child, params, output_type = _target(ctx, step, path)
+    call: CompiledCall | None = None
+    if step.kind == "call":
+        call, params, output_type = _call_target(ctx, step, path)
+        task = child = None
+    else:
+        task, child, params, output_type = _target(ctx, step, path)
     for_each, item = _for_each(ctx, step, path)
     inputs = _inputs(ctx, step, path, params, item)
     output_map = check_outputs(ctx, step, path, output_type, item)
@@ -212,6 +232,7 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
     return CompiledStep(
         task=task,
         child=child,
+        call=call,
         param_types={name: annotation for name, (annotation, _) in (params or {}).items()},
         output_type=output_type,
         item_type=item,
@@ -296,6 +317,50 @@ def _target(ctx: StepContext, step: Step, path: str) -> tuple[Any, Any, dict[str
     return None, child, params, child.state_cls
 
 
+#: The keys that only apply to a step that calls a model.
+_MODEL_KEYS = ("model", "model_settings", "repair", "limits")
+
+
+def _check_call_shape(ctx: StepContext, step: Step, path: str) -> None:
+    """A code step runs its function and nothing else, and takes no key that only a model call has (E121)."""
+    beside = [key for key in ("task", "workflow", "parallel") if getattr(step, key) is not None]
+    if beside:
+        ctx.problems.add(
+            WorkflowCallDeclarationError,
+            f"Step {step.id!r} has `call` and `{beside[0]}`; a step runs one thing: a function (`call`), a task, a "
+            "sub-workflow or a `parallel` group. Keep one, or make two steps.",
+            f"{path}.call",
+            step=step.id,
+        )
+    for key in _MODEL_KEYS:
+        if getattr(step, key) is not None:
+            ctx.problems.add(
+                WorkflowCallDeclarationError,
+                f"Step {step.id!r} calls a function, which calls no model: `{key}` applies only to a step that runs "
+                "a task. Remove it.",
+                f"{path}.{key}",
+                step=step.id,
+            )
+    if step.on_failure.retry_with:
+        ctx.problems.add(
+            WorkflowCallDeclarationError,
+            f"Step {step.id!r} calls a function, which calls no model: `on_failure: {{retry_with: ...}}` tries other "
+            "models. Use `retries: N` to run the function again after an exception.",
+            f"{path}.on_failure.retry_with",
+            step=step.id,
+        )
+
+
+def _call_target(ctx: StepContext, step: Step, path: str) -> tuple[CompiledCall | None, Any, Any]:
+    """A code step's function, its parameters (`name -> (annotation, required)`) and its return type."""
+    try:
+        call = read_call(step.call or "", importable=ctx.models.importable, step=step.id)
+    except WorkflowError as exc:
+        ctx.problems.add(type(exc), exc.message, f"{path}.call", step=step.id, suggestions=exc.suggestions)
+        return None, None, Any
+    return call, dict(call.params), call.returns
+
+
 def _param_type(ctx: StepContext, type_text: str) -> Any:
     try:
         return type_strings.to_annotation(type_strings.parse_type(type_text), ctx.models.get)
@@ -331,8 +396,8 @@ def _inputs(
 ) -> dict[str, Value]:
     """Parse each input; with the parameters known (`params`), every one is bound and none is unknown (E115)."""
     roots = ("state", step.as_) if step.for_each is not None else ("state",)
-    runs = f"task {step.task!r}" if step.task is not None else f"workflow {step.workflow!r}"
-    what = "parameter" if step.task is not None else "run input"
+    runs = _runs(step)
+    what = "run input" if step.workflow is not None else "parameter"
     values: dict[str, Value] = {}
     for name, raw in step.inputs.items():
         where = f"{path}.inputs.{name}"
@@ -383,7 +448,7 @@ def check_input_types(ctx: StepContext, step: CompiledStep, written: frozenset[s
     `written` are the fields written on every path before the step; a path its `when` tests against
     null (`when: state.obj is not null`) holds a value in its inputs, `for_each` and `set`.
     """
-    runs = f"task {step.step.task!r}" if step.step.task is not None else f"workflow {step.step.workflow!r}"
+    runs = _runs(step.step)
     known = not_null_when(step.when.tree, True) if step.when is not None else frozenset()
     _check_null_reads(ctx, step, written, known)
     if step.message is not None:

@@ -1,11 +1,15 @@
-"""Running one step: its task (or sub-workflow) call with `on_failure` escalation, `for_each` items, `parallel` groups.
+"""Running one step: its task (or sub-workflow) call with `on_failure` escalation, a code step's function with its
+`retries`, `for_each` items, `parallel` groups.
 
 Each call gets the options that apply to it, stacked with `CallOptions.over` (a `retry_with` model over
 the run's options over the step's over the workflow's; the task's own lie below, in the executor) and
 what is left of the run's budget. A call's answer is validated into the state before the step counts
 as done (once: the state it makes is the run's next state); a value that does not fit fails the step
 (and `retry_with` tries the next model). Every call is recorded as a `StepVisit`, in order, whatever
-happens next.
+happens next. A code step (`call:`) validates its inputs into the function's parameter types, runs the
+function (again after an exception, up to `retries` more times) and validates what it returns into the
+return type; an exception or a timeout fails the visit as `code_error`, with the exception's type and
+message in its record.
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ from atomtask.system._results import (
     TaskStatus,
     WorkflowResult,
 )
+from atomtask.workflows._calls import run_call
 from atomtask.workflows._compiled import CompiledStep, CompiledWorkflow, to_plain
 from atomtask.workflows._expressions import read_path
 from atomtask.workflows._state import write_state
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 __all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items", "skipped"]
 
@@ -88,6 +93,8 @@ async def run_attempts(
         return Attempted(
             visits=[_visit(step, visit, 0, index, StepStatus.FAILED, error=unrendered)], failure=unrendered
         )
+    if step.call is not None:
+        return await _run_code(ctx, step, state, visit, inputs, index)
     visits: list[StepVisit] = []
     failure: TaskError | None = None
     for attempt, retry_model in enumerate([None, *step.step.on_failure.retry_with]):
@@ -127,6 +134,96 @@ async def run_attempts(
             return Attempted(visits=visits, writes=writes, state=new, answer=answer)
         _log_failed(ctx, step, failure)
     return Attempted(visits=visits, failure=failure)
+
+
+async def _run_code(
+    ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int, inputs: dict[str, Any], index: int | None
+) -> Attempted:
+    """A code step: its function on the validated inputs, again after an exception up to `retries` more times.
+
+    A value that does not fit (an input, the return, a state field) fails at once: running again would
+    not change it.
+    """
+    call = step.call
+    assert call is not None
+    arguments: dict[str, Any] = {}
+    for name, value in inputs.items():
+        try:
+            arguments[name] = call.argument(name, value)
+        except ValidationError as exc:
+            refused = _failure(
+                FailureReason.INPUT_VALIDATION_FAILURE,
+                f"Step {step.id!r} passes {_short(value)} to parameter {name!r} of {call.reference}, which does not "
+                f"fit: {_first_error(exc)}.",
+                step,
+                function=call.reference,
+                parameter=name,
+                errors=_errors(exc),
+            )
+            _log_failed(ctx, step, refused)
+            return Attempted(visits=[_visit(step, visit, 0, index, StepStatus.FAILED, error=refused)], failure=refused)
+    visits: list[StepVisit] = []
+    failure: TaskError | None = None
+    runs = (step.step.retries or 0) + 1
+    for attempt in range(runs):
+        log.info("step_started", workflow=ctx.compiled.name, step=step.id, visit=visit, attempt=attempt, item=index)
+        outcome = await run_call(call, arguments, step.step.timeout)
+        if outcome.error is not None:
+            error = outcome.error
+            said = str(error) if outcome.timed_out else f"{call.reference} raised {type(error).__name__}: {error}"
+            tries = f" (run {attempt + 1} of {runs})" if runs > 1 else ""
+            failure = _failure(
+                FailureReason.CODE_ERROR,
+                f"Step {step.id!r}: {said}{tries}",
+                step,
+                function=call.reference,
+                **outcome.details(),
+                **({"timeout": step.step.timeout} if outcome.timed_out else {}),
+            )
+            visits.append(_visit(step, visit, attempt, index, StepStatus.FAILED, error=failure))
+            _log_failed(ctx, step, failure)
+            continue
+        writes: dict[str, Any] = {}
+        new: BaseModel | None = None
+        answer: Any = None
+        try:
+            answer = call.answer(outcome.value)
+            writes, new = _writes(step, state, answer)
+        except ValidationError as exc:
+            failure = _failure(
+                FailureReason.OUTPUT_VALIDATION_FAILURE,
+                f"Step {step.id!r}: {call.reference} returned {_short(outcome.value)}, which does not fit its return "
+                f"type: {_first_error(exc)}.",
+                step,
+                function=call.reference,
+                errors=_errors(exc),
+            )
+        except (StateWriteError, ExpressionRuntimeError) as exc:
+            failure = _write_failure(step, exc)
+        else:
+            failure = None
+        status = StepStatus.COMPLETE if failure is None else StepStatus.FAILED
+        visits.append(_visit(step, visit, attempt, index, status, error=failure))
+        if failure is not None:
+            _log_failed(ctx, step, failure)
+            return Attempted(visits=visits, failure=failure)
+        log.info("step_completed", workflow=ctx.compiled.name, step=step.id, visit=visit, attempt=attempt, item=index)
+        return Attempted(visits=visits, writes=writes, state=new, answer=answer)
+    return Attempted(visits=visits, failure=failure)
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as JSON values (a checkpoint keeps them): where, what, and the kind."""
+    return [
+        {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    inner = ".".join(str(p) for p in error["loc"])
+    return error["msg"] + (f" (at `{inner}`)" if inner else "")
 
 
 def _log_failed(ctx: RunContext, step: CompiledStep, failure: TaskError) -> None:
@@ -229,6 +326,7 @@ def _visit(
         item=index,
         task=step.step.task,
         workflow=step.step.workflow,
+        call=step.step.call,
         model=chosen,
         result=result,
         subworkflow=child,

@@ -185,6 +185,26 @@ def test_a_workflow_runs_once_per_item() -> None:
     assert all(r.attempts >= 1 for r in results)
 
 
+def test_a_workflow_with_a_code_step_batches_like_any_workflow() -> None:
+    """Each item runs the model step and the code step; the code step's answer is in every item's output."""
+    from atomtask import Workflow
+
+    from tests.workflow_fixtures import TaskAnswers, make_system
+
+    answers = TaskAnswers(shout=[lambda prompt: prompt.split("word=", 1)[1].split()[0]])  # repeats the word
+    system = make_system(answers.model, importable=("tests",))
+    state = [{"name": "word", "type": "str"}, {"name": "heard", "type": "str"}, {"name": "loud", "type": "str"}]
+    steps = [
+        {"id": "hear", "task": "shout", "inputs": {"word": "{{state.word}}"}, "output": "heard"},
+        {"id": "loud", "call": "tests.workflows.code_steps_funcs:shout", "inputs": {"word": "{{state.heard}}"},
+         "output": "loud"},
+    ]  # fmt: skip
+    system.register_workflow(Workflow.model_validate({"name": "hear_loud", "state": state, "steps": steps}))
+    results = system.batch_sync("hear_loud", [{"id": "a", "word": "tide"}, {"id": "b", "word": "moon"}])
+    assert {"a": "TIDE", "b": "MOON"} == {r.id: r.output["loud"] for r in results}
+    assert {TaskStatus.COMPLETE} == {r.status for r in results}
+
+
 def test_usage_mistakes_raise_before_anything_runs(system: TaskSystem, counting: Counting) -> None:
     """An unknown name, an item that is no mapping, a repeated id and `concurrency=0` raise at once."""
     with pytest.raises(TemplateNotFoundError, match="Did you mean 'tag'"):

@@ -547,3 +547,38 @@ def test_off_costs_no_import_and_no_span_and_the_environment_turns_it_on(env: di
     assert (False, True, on) == (seen["loaded_on_load"], seen["ok"], seen["tracing_module"])
     assert (["task summarize"] if on else []) == [name for name in seen["spans"] if name.startswith("task")]
     assert on == ("invoke_agent atomtask:Summary" in seen["spans"])
+
+
+def test_tool_calls_nest_pydantic_ais_tool_spans_under_the_task(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """task > invoke_agent > chat, the tool's span (`execute_tool lookup_price`), chat: the tool's call is traced."""
+    from atomtask.testing import ToolCallReply, scripted_model
+
+    settings = TraceSettings(tracer_provider=provider)
+    system = TaskSystem(
+        model=scripted_model(
+            ToolCallReply({"product": "grinder"}, name="lookup_price"),
+            ToolCallReply({"name": "Grinder", "age": 3}, name="final_result"),
+        ),
+        instrument=settings,
+        importable=["tests"],
+    )
+    system.models.register(Contact)
+    system.register(
+        Template(
+            name="priced",
+            instructions="Price it.",
+            tools=["tests.handlers.tool_funcs:lookup_price"],
+            output_format={"type": "json", "schema": "Contact"},
+        )
+    )
+    result = system.execute("priced")
+    assert result.ok, result.error
+    assert [
+        (0, "task priced"),
+        (1, "invoke_agent atomtask:Contact"),
+        (2, "chat scripted"),
+        (2, "execute_tool lookup_price"),
+        (2, "chat scripted"),
+    ] == _tree(exporter.get_finished_spans())

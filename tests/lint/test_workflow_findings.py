@@ -242,3 +242,61 @@ def test_an_unknown_migration_key_is_e110_listing_the_migration_keys(tmp_path: P
     assert "`migrations.0.renam`: unknown key; valid keys: from, to, rename, drop, set, convert, call" in (
         findings[0].message
     )
+
+
+CODED = """\
+name: coded
+state:
+  - {name: text, type: str}
+  - {name: score, type: int, default: 0}
+  - {name: loud, type: str, default: ""}
+steps:
+  - id: both
+    call: "tests.workflows.code_steps_funcs:shout"
+    task: rate
+    inputs: {text: "{{state.text}}"}
+    outputs: {score: score}
+  - id: elsewhere
+    call: "myshop.orders:fetch_order"
+    inputs: {word: "{{state.text}}"}
+    output: loud
+    retries: 2
+    timeout: 30s
+"""
+
+
+def test_code_step_mistakes_are_findings_with_their_codes_and_no_traceback(tmp_path: Path) -> None:
+    """`call` beside `task` is E121 at `call`; a module outside the importable packages is E122, naming the fix."""
+    write(tmp_path, "tasks.yaml", TASKS)
+    path = write(tmp_path, "flow.yaml", CODED)
+    out, err = io.StringIO(), io.StringIO()
+    assert 1 == main(["check", str(tmp_path)], stdout=out, stderr=err)
+    assert "Traceback" not in out.getvalue() + err.getvalue()
+    found = [(f.code, f.location.line if f.location else None, f.message) for f in check([tmp_path]).findings]
+    assert [("E121", 8), ("E122", 13)] == [(code, line) for code, line, _ in found], found
+    assert "Step 'both' has `call` and `task`" in found[0][2]
+    assert "module 'myshop.orders' is not in the importable packages" in found[1][2]
+    lines = out.getvalue().splitlines()
+    line, column = position(CODED, "tests.workflows")
+    assert lines[0].startswith(f"{path}:{line}:{column}: E121 Step 'both' has `call` and `task`")
+    out = io.StringIO()
+    assert 0 == main(["check", "--explain", "E124"], stdout=out, stderr=err)
+    assert out.getvalue().startswith("E124 workflow-call-signature (error): a code step's function has a parameter")
+
+
+def test_with_the_package_allowed_a_missing_function_and_an_untyped_one_are_e123_and_e124(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`$ATOMTASK_IMPORTABLE=tests`: check imports the module and reads each function's annotations."""
+    monkeypatch.setenv("ATOMTASK_IMPORTABLE", "tests")
+    write(tmp_path, "tasks.yaml", TASKS)
+    text = (
+        CODED.replace("    task: rate\n", "")
+        .replace("code_steps_funcs:shout", "code_steps_funcs:shuot")
+        .replace("myshop.orders:fetch_order", "tests.workflows.code_steps_funcs:untyped")
+    )
+    write(tmp_path, "flow.yaml", text)
+    found = [(f.code, f.location.line if f.location else None, f.message) for f in check([tmp_path]).findings]
+    assert [("E123", 8), ("E124", 12)] == [(code, line) for code, line, _ in found], found
+    assert "has no function 'shuot'" in found[0][2] and "Did you mean 'shout'?" in found[0][2]
+    assert "no type annotation on parameter 'text', the return value" in found[1][2]

@@ -266,10 +266,10 @@ def test_every_mistake_of_a_workflow_is_collected() -> None:
     text = text.replace("name: rate_twice", "name: rate_twice\nlimts: {}")
     decl = load_yaml_text(text + "---\nname: ok\ninstructions: hi\n", "w.yaml", errors=errors)
     assert ([], ["ok"]) == (decl.workflows, [t.name for t in decl.templates])
-    assert [(2, "`limts`: unknown key"), (15, "exactly one of `task`, `workflow` or `parallel`")] == [
+    assert [(2, "`limts`: unknown key"), (15, "exactly one of `task`, `workflow`, `call` or `parallel`")] == [
         (e.location.line if e.location else None, m)
         for e in errors
-        for m in ("`limts`: unknown key", "exactly one of `task`, `workflow` or `parallel`")
+        for m in ("`limts`: unknown key", "exactly one of `task`, `workflow`, `call` or `parallel`")
         if m in e.message
     ]
 

@@ -22,6 +22,8 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from tests.runs.run_helpers import Killed, crashing_model
+
 SAY = """\
 name: say
 params: {word: str}
@@ -71,23 +73,6 @@ steps:
 """
 
 
-class Killed(BaseException):
-    """Stands for kill -9: nothing of the run's code sees it, nothing is recorded for the step in flight."""
-
-
-def _model(*answers: str, crash_at: int | None = None) -> tuple[FunctionModel, list[str]]:
-    """A model answering `answers` in turn (raising `Killed` on call `crash_at`); and the prompts it was asked."""
-    asked: list[str] = []
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        asked.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
-        if crash_at is not None and len(asked) == crash_at:
-            raise Killed()
-        return ModelResponse(parts=[TextPart(answers[len(asked) - 1])])
-
-    return FunctionModel(answer), asked
-
-
 def _system(tmp_path: Path, flow: str) -> TaskSystem:
     folder = tmp_path / f"flows-{abs(hash(flow))}"
     folder.mkdir(exist_ok=True)
@@ -101,7 +86,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _crash_in_second_step(tmp_path: Path, db: str, run_id: str, **options: Any) -> list[str]:
-    model, asked = _model("one", crash_at=2)
+    model, asked = crashing_model("one", crash_at=2)
     with pytest.raises(Killed):
         _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id=run_id, db=db, model=model, **options)
     return asked
@@ -110,7 +95,7 @@ def _crash_in_second_step(tmp_path: Path, db: str, run_id: str, **options: Any) 
 def test_a_run_resumes_after_its_last_completed_step(tmp_path: Path, db: str) -> None:
     """The completed step is not asked again; the step in flight is; the result names the run."""
     assert ["Repeat w", "Repeat one"] == _crash_in_second_step(tmp_path, db, "resume-1")
-    model, asked = _model("two")
+    model, asked = crashing_model("two")
     result = _system(tmp_path, V1).resume_workflow("resume-1", db=db, model=model)
     assert (TaskStatus.COMPLETE, "resume-1") == (result.status, result.run_id)
     assert {"word": "w", "one": "one", "two": "two"} == result.state.model_dump()
@@ -121,7 +106,7 @@ def test_a_run_resumes_after_its_last_completed_step(tmp_path: Path, db: str) ->
 def test_limits_hold_across_a_resume(tmp_path: Path, db: str) -> None:
     """`limits: {total_tokens: 60}`: the ~53 tokens of step 1, paid before the crash, count after the resume."""
     _crash_in_second_step(tmp_path, db, "limits-1", limits={"total_tokens": 60})
-    model, _ = _model("two")
+    model, _ = crashing_model("two")
     result = _system(tmp_path, V1).resume_workflow("limits-1", db=db, model=model)
     assert result.error is not None
     assert ("second", "usage_limit_exceeded") == (result.error.step, result.error.details.get("task_reason"))
@@ -130,7 +115,7 @@ def test_limits_hold_across_a_resume(tmp_path: Path, db: str) -> None:
 def test_runs_lists_each_run_with_its_status_and_current_step(tmp_path: Path, db: str) -> None:
     """An interrupted run is PENDING at its last completed step; a finished one is COMPLETE."""
     _crash_in_second_step(tmp_path, db, "listed-1")
-    model, _ = _model("one", "two")
+    model, _ = crashing_model("one", "two")
     _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="listed-2", db=db, model=model)
     runs = {info.run_id: info for info in _system(tmp_path, V1).workflow_runs(db=db)}
     assert ("PENDING", "first", "1.0") == (
@@ -153,7 +138,7 @@ def test_an_unknown_run_id_is_a_typed_error_naming_the_fix(tmp_path: Path, db: s
 
 def test_a_run_id_in_use_is_refused(tmp_path: Path, db: str) -> None:
     """`run_workflow(run_id=)` with an id already stored raises `RunExistsError`, and runs nothing."""
-    model, asked = _model("one", "two")
+    model, asked = crashing_model("one", "two")
     _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="used-1", db=db, model=model)
     with pytest.raises(RunExistsError, match="already exists"):
         _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="used-1", db=db, model=model)
@@ -162,7 +147,7 @@ def test_a_run_id_in_use_is_refused(tmp_path: Path, db: str) -> None:
 
 def test_a_finished_run_cannot_be_resumed(tmp_path: Path, db: str) -> None:
     """Resuming a COMPLETE run raises `RunStateError`."""
-    model, _ = _model("one", "two")
+    model, _ = crashing_model("one", "two")
     _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="done-1", db=db, model=model)
     with pytest.raises(RunStateError, match="has ended"):
         _system(tmp_path, V1).resume_workflow("done-1", db=db)
@@ -191,7 +176,7 @@ def _rows(db: str, run_id: str) -> list[Any]:
 def test_a_version_bump_resumes_through_its_migration(tmp_path: Path, db: str) -> None:
     """Recorded under 1.0, resumed under 1.1 (`rename: {one: heard}`): the state is migrated, step 1 not re-asked."""
     _crash_in_second_step(tmp_path, db, "bump-1")
-    model, asked = _model("two")
+    model, asked = crashing_model("two")
     result = _system(tmp_path, V11).resume_workflow("bump-1", db=db, model=model)
     assert {"word": "w", "heard": "one", "two": "two"} == result.state.model_dump()
     assert ["Repeat one"] == asked
@@ -202,7 +187,7 @@ def test_a_version_bump_resumes_through_its_migration(tmp_path: Path, db: str) -
 def test_a_chain_of_two_migrations_applies_both(tmp_path: Path, db: str) -> None:
     """Recorded under 1.0, resumed under 1.2: 1.0 -> 1.1 renames, 1.1 -> 1.2 sets `loud`."""
     _crash_in_second_step(tmp_path, db, "chain-1")
-    model, _ = _model("two")
+    model, _ = crashing_model("two")
     result = _system(tmp_path, V12).resume_workflow("chain-1", db=db, model=model)
     assert {"word": "w", "heard": "one", "loud": True, "two": "two"} == result.state.model_dump()
 
@@ -216,7 +201,7 @@ def test_without_a_migration_the_resume_is_refused_and_the_run_left_as_it_was(tm
         _system(tmp_path, bare).resume_workflow("nomig-1", db=db)
     assert ("1.0", "1.1") == (caught.value.from_version, caught.value.to_version)
     assert before == _rows(db, "nomig-1")
-    model, _ = _model("two")
+    model, _ = crashing_model("two")
     assert "two" == _system(tmp_path, V1).resume_workflow("nomig-1", db=db, model=model).state.two
 
 
@@ -244,7 +229,7 @@ def test_a_migration_naming_resume_at_continues_there(tmp_path: Path, db: str) -
     moved = V11.replace("{id: first,", "{id: hear,").replace(
         "rename: {one: heard}", "rename: {one: heard}, resume_at: second"
     )
-    model, asked = _model("two")
+    model, asked = crashing_model("two")
     result = _system(tmp_path, moved).resume_workflow("resume-at-1", db=db, model=model)
     assert (["Repeat one"], "two") == (asked, result.state.two)
 
@@ -269,7 +254,7 @@ def test_a_run_failed_by_a_provider_outage_resumes_from_its_failed_step(tmp_path
     assert (TaskStatus.FAILED, "Repeat w") == (failed.status, asked[0])
     listed = {info.run_id: info.status for info in _system(tmp_path, V1).workflow_runs(db=db)}
     assert "FAILED" == listed["outage-1"]
-    model, asked = _model("two")
+    model, asked = crashing_model("two")
     result = _system(tmp_path, V1).resume_workflow("outage-1", db=db, model=model)
     assert (TaskStatus.COMPLETE, "outage-1") == (result.status, result.run_id)
     assert {"word": "w", "one": "one", "two": "two"} == result.state.model_dump()
@@ -282,7 +267,7 @@ def test_a_run_failed_by_a_provider_outage_resumes_from_its_failed_step(tmp_path
 
 def test_a_completed_run_id_in_use_names_its_status_and_suggests_no_resume(tmp_path: Path, db: str) -> None:
     """The refusal says COMPLETE (not DBOS's SUCCESS) and does not suggest resuming a run that is done."""
-    model, _ = _model("one", "two", "one", "two")
+    model, _ = crashing_model("one", "two", "one", "two")
     _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="used-2", db=db, model=model)
     with pytest.raises(RunExistsError) as refused:
         _system(tmp_path, V1).run_workflow("flow", {"word": "w"}, run_id="used-2", db=db, model=model)
@@ -315,7 +300,7 @@ def test_the_loop_that_drove_durable_runs_works_after_dbos_moves_store_and_stops
 
     system = _system(tmp_path, V1)
     for store in ("a.sqlite", "b.sqlite"):  # the second relaunches DBOS on another store
-        model, _ = _model("one", "two")
+        model, _ = crashing_model("one", "two")
         assert system.run_workflow("flow", {"word": "w"}, db=str(tmp_path / store), model=model).ok
     assert 1 == run_blocking(asyncio.to_thread(lambda: 1))
     _store.shutdown()

@@ -15,6 +15,7 @@ import pytest
 from atomtask.testing import FakeProviderServer, Reply
 
 from tests.pg_fixture import postgres_url
+from tests.runs.run_helpers import child_env
 
 __all__ = ["postgres_url"]  # the session fixture, for pytest
 
@@ -51,11 +52,6 @@ def server() -> Iterator[FakeProviderServer]:
         yield fake
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "ATOMTASK_MODEL"))}
-    return {**env, "OPENAI_API_KEY": "test-key", "ATOMTASK_HOME": str(tmp_path / "home"), "PYDANTIC_AI_NO_BANNER": "1"}
-
-
 def _argv(action: str, *rest: str, server: FakeProviderServer, folder: str, db: str) -> list[str]:
     endpoint = ["--base-url", server.openai_base_url] if action in ("run", "resume") else []
     return [ATOMTASK, "workflow", action, *rest, *endpoint, "--templates", folder, "--db", db]
@@ -67,7 +63,7 @@ def _asked(server: FakeProviderServer) -> list[str]:
 
 
 def _kill_in_second_step_and_resume(server: FakeProviderServer, folder: str, db: str, tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = child_env(tmp_path)
     model = ["--model", "openai-chat:fake"]
     server.script(Reply.text("one"), Reply.delay(600, Reply.text("never sent")))
     argv = _argv("run", "three", "-i", "word=w", "--run-id", "r1", *model, server=server, folder=folder, db=db)

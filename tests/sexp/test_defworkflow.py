@@ -9,6 +9,7 @@ from atomtask import (
     SourceLocation,
     TaskSystem,
     Workflow,
+    WorkflowCallFunctionError,
     WorkflowDeclarationError,
     WorkflowNameError,
     WorkflowPathError,
@@ -379,3 +380,34 @@ def test_migration_mistakes_raise_located_workflow_errors(source: str, where: tu
         workflow(f"(defworkflow w (state (a str)) (steps (step s (task t)))\n{source})")
     assert fragment in info.value.message
     assert SourceLocation(file="w.sexp", line=2, column=where[1]) == info.value.location
+
+
+CODED = """\
+(defworkflow coded
+  (state (topic str) (research str) (stats TextStats) (score int (default 0)))
+  (steps
+    (step research (task research_topic) (inputs (topic "{{state.topic}}")) (outputs (research summary)))
+    (step measure (call "tests.workflows.code_steps_funcs:measure") (inputs (text "{{state.research}}"))
+          (output stats) (retries 2) (timeout "30s"))
+    (step count (task count) (inputs (n "{{state.stats.words}}")) (outputs (score score)))))
+"""
+
+
+def test_a_code_step_reads_the_same_as_yaml_runs_and_its_checks_point_into_the_source() -> None:
+    """`(call "pkg.mod:function")` is YAML's `call:`; the run passes the function's answer on; a bad name is located."""
+    from tests.workflows.code_steps_funcs import TextStats
+
+    measure = {"id": "measure", "call": "tests.workflows.code_steps_funcs:measure",
+               "inputs": {"text": "{{state.research}}"}, "output": "stats", "retries": 2, "timeout": "30s"}  # fmt: skip
+    yaml_form = Workflow.model_validate({"name": "x", "state": [{"name": "a", "type": "str"}], "steps": [measure]})
+    assert yaml_form.steps[0] == workflow(CODED).steps[1]
+    answers = TaskAnswers(research_topic=[{"summary": "the moon pulls the sea"}], count=[{"score": 3}])
+    system = make_system(answers.model, importable=("tests",))
+    system.models.register(TextStats)
+    assert "coded" == system.defatom(CODED)
+    result = system.run_workflow("coded", {"topic": "tides"})
+    assert (5, 3) == (result.unwrap().stats.words, result.state.score)
+    assert ["research_topic", "count"] == answers.tasks()
+    with pytest.raises(WorkflowCallFunctionError, match="Did you mean 'measure'") as caught:
+        system.register_workflow(workflow(CODED.replace("coded", "typo").replace(":measure", ":measur")))
+    assert at(5, 26) == caught.value.location  # just inside the quote

@@ -95,6 +95,8 @@ def test_public_api_is_pinned() -> None:
         "TextReply",
         "TokenUsage",
         "ToolCallReply",
+        "ToolCallsReply",
+        "ToolResult",
         "TruncatedStreamReply",
         "scripted_model",
     ]

@@ -108,3 +108,22 @@ def test_an_approval_step_shows_as_an_approval_writing_the_decision() -> None:
     summary = dataflow_summary(compiled)
     assert "  1. gate: approval -> state.ok\n" in summary
     assert "     writes: ok <- (the decision)\n" in summary
+
+
+def test_a_code_step_is_a_subroutine_box_naming_its_function() -> None:
+    """The flowchart draws a code step as `[[...]]` with `call: ...`; the summary and status lines name it."""
+    ref = "tests.workflows.code_steps_funcs:shout"
+    doc = {
+        "name": "coded",
+        "state": [{"name": "word", "type": "str"}, {"name": "loud", "type": "str"}],
+        "steps": [{"id": "loud", "call": ref, "inputs": {"word": "{{state.word}}"}, "output": "loud"}],
+    }
+    system = make_system("test", importable=("tests",))
+    compiled = register(system, doc).compiled("coded")
+    assert f'    s_loud[["loud<br/>call: {ref}"]]' in mermaid(compiled)
+    summary = dataflow_summary(compiled)
+    assert f"  1. loud: call {ref}\n" in summary
+    assert "     writes: loud <- (the whole answer)\n" in summary
+    lines: list[str] = []
+    WorkflowRunner(system.executor, on_visit=lambda visit: lines.append(visit_line(visit))).run(compiled, {"word": "a"})
+    assert [f"loud #1: COMPLETE (call {ref})"] == lines
