@@ -215,3 +215,14 @@ def test_order_reply_reports_the_code_steps_exception_with_its_type(shop: Path) 
     assert error is not None and "code_error" == error.reason.value
     assert error.details["exception"].endswith("OrderNotFoundError")
     assert "No order 'B-9'" in error.details["error"]
+
+
+def test_the_cli_runs_the_workflow_example_on_the_synthetic_model(shop: Path, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["workflow", "run", "order_reply", "--templates", "order_reply.yaml", "--allow-import", "shop"]
+    argv += ["-i", "order_id=A-1002", "-i", "message=Is it on its way? I pay in CHF.", "--db", str(tmp_path / "r.db")]
+    status = main(argv, stdout=out, stderr=err)
+    assert 0 == status, err.getvalue()
+    state = json.loads(out.getvalue())
+    assert 249.0 == state["order"]["total_usd"]  # the code step ran for real; the model steps were synthetic
+    assert "fetch #1: COMPLETE (call shop.orders:fetch_order)" in err.getvalue()

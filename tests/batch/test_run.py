@@ -240,3 +240,35 @@ def test_a_429_pauses_every_worker_for_its_retry_after(tmp_path: Path) -> None:
     during = [n for when, n, _ in served.times if limited + 0.1 < when < limited + 0.38]
     assert [] == during
     assert 1 == run.pacer.rate_limited
+
+
+def test_an_items_tool_calls_are_in_its_json_line_and_its_record(tmp_path: Path) -> None:
+    """A template with a tool: each item's calls (name, arguments, result) are kept in its line and in the record."""
+    from atomtask import Template
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("lookup_price", {"product": "grinder"})])
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"label": "priced", "item": "x"})])
+
+    system = TaskSystem(
+        model=FunctionModel(answer), templates=write_templates(tmp_path / "templates"), importable=["tests"]
+    )
+    template = system.templates.get("tag")
+    system.register(
+        Template(
+            name="priced_tag",
+            params=template.params,
+            instructions=template.instructions,
+            output_format=template.output_format,
+            tools=["tests.handlers.tool_funcs:lookup_price"],
+        )
+    )
+    db = tmp_path / "batches.sqlite3"
+    [item] = system.batch_sync("priced_tag", _items(1), batch_id="t", db=db)
+    [call] = json.loads(item.json_line())["tool_calls"]
+    assert ("lookup_price", {"product": "grinder"}, 89.5) == (call["name"], call["args"], call["result"])
+    [again] = system.batch_sync("priced_tag", _items(1), batch_id="t", db=db)
+    assert again.resumed and item.tool_calls == again.tool_calls  # read back from the record
+    [plain] = system.batch_sync("tag", _items(1))
+    assert "tool_calls" not in json.loads(plain.json_line())  # only when there are some
