@@ -32,7 +32,7 @@ from atomtask.handlers._llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry
 from atomtask.system._options import NO_OPTIONS, CallOptions, SubtaskRequest
 from atomtask.system._results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
-from atomtask.system._templates import CachePolicy, RepairMode, Template, TemplateLimits
+from atomtask.system._templates import CachePolicy, RepairMode, TemplateLimits
 
 __all__ = ["AtomicTaskExecutor", "Resolved", "resolve_options"]
 
@@ -78,7 +78,7 @@ def resolve_options(
             limits=template.limits,
             repair=template.repair,
             model_settings=settings,
-            cache=cache.policy(None, template.cache) if not template.tools else _tools_cache(cache, None, template),
+            cache=cache.policy(None, template.cache, side_effects=bool(template.tools)),
         )
     limits = options.limits
     if template.limits is not None:
@@ -92,17 +92,8 @@ def resolve_options(
         limits=limits,
         repair=options.repair if options.repair is not None else template.repair,
         model_settings=settings,
-        cache=cache.policy(options.cache, template.cache)
-        if not template.tools
-        else _tools_cache(cache, options.cache, template),
+        cache=cache.policy(options.cache, template.cache, side_effects=bool(template.tools)),
     )
-
-
-def _tools_cache(cache: CacheConfig, call: Any, template: Template) -> CachePolicy | None:
-    """A template with tools uses the cache only when it (or the call) asks for it: tools have side effects."""
-    if call is None and (template.cache is None or not template.cache.enabled):
-        return None
-    return cache.policy(call, template.cache)
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)

@@ -124,13 +124,17 @@ class CacheConfig:
                     self._store = ResponseCache()
         return self._store
 
-    def policy(self, call: CacheChoice, template: CachePolicy | None) -> CachePolicy | None:
+    def policy(
+        self, call: CacheChoice, template: CachePolicy | None, *, side_effects: bool = False
+    ) -> CachePolicy | None:
         """The policy of one call (call > TaskSystem > template), or None when the cache is off for it.
 
-        A bad `cache=` (`"yes"`, `1`, `{"ttl": "soon"}`) raises `ConfigurationError` (the call fails with it).
+        `side_effects` (a template with tools): only the call or the template itself turns the cache on, never
+        the TaskSystem's (whose off still holds). A bad `cache=` (`"yes"`, `1`, `{"ttl": "soon"}`) raises
+        `ConfigurationError`.
         """
         if call is None or call is True or call is False:
-            on = call if call is not None else self.enabled
+            on = call if call is not None else None if side_effects and self.enabled else self.enabled
             if on is None:
                 return template if template is not None and template.enabled else None
             if not on:

@@ -246,3 +246,26 @@ def test_a_scripted_answer_may_call_several_tools_at_once() -> None:
     assert TaskStatus.COMPLETE == result.status, result.error
     assert ["lookup_price", "stock"] == [c.name for c in result.notes.attempts[0].tool_calls]
     assert {("lookup_price", "grinder"), ("stock", "grinder")} == set(tool_funcs.CALLS)
+
+
+def test_a_system_with_the_cache_off_keeps_it_off_for_a_template_with_tools() -> None:
+    replies = [
+        ToolCallReply({"product": "grinder"}, name="lookup_price"),
+        ToolCallReply({"product": "grinder", "price_eur": 1.0}, name="final_result"),
+    ]
+    model = scripted_model(*replies, *replies)
+    system = TaskSystem(model=model, importable=["tests"], cache=False, cache_path=":memory:")
+    system.models.register(Quote)
+    system.register(
+        Template(
+            name="quote",
+            params={"product": "str"},
+            instructions="Quote {{product}}.",
+            tools=[f"{FUNCS}:lookup_price"],
+            output_format={"type": "json", "schema": "Quote"},
+            cache=True,
+        )
+    )
+    assert not system.execute("quote", {"product": "grinder"}).notes.cached
+    assert not system.execute("quote", {"product": "grinder"}).notes.cached  # `--no-cache` always asks
+    assert 2 == len(tool_funcs.CALLS)

@@ -119,3 +119,16 @@ def test_a_template_from_a_python_module_with_function_objects_is_checked_in_pro
     monkeypatch.chdir(tmp_path)
     report = check(python=[str(tmp_path / "app_with_tools.py")])
     assert ["E131"] == [f.code for f in report.findings if f.code.startswith("E")]
+
+
+def test_a_helper_that_dies_is_a_finding_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool module that ends the process on import leaves the helper without an answer: E130 says so."""
+    (tmp_path / "exits_on_import.py").write_text("import os\nos._exit(3)\n", encoding="utf-8")
+    (tmp_path / "quote.yaml").write_text(
+        "name: quote\ninstructions: Quote.\ntools: [exits_on_import:f]\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATOMTASK_IMPORTABLE", "exits_on_import")
+    [finding] = check([tmp_path / "quote.yaml"]).findings
+    assert "E130" == finding.code
+    assert "The tools of template 'quote' could not be checked: the helper process" in finding.message

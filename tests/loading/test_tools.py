@@ -157,3 +157,14 @@ def test_a_pydantic_ai_tool_object_is_accepted_as_it_is() -> None:
     system = _register(Tool(lookup_price, name="price", description="Prices."))
     compiled = system.templates.compiled("quote")
     assert compiled.tools is not None and ("price",) == compiled.tools.names
+
+
+def test_a_pydantic_ai_tool_cannot_be_renamed_in_the_declaration() -> None:
+    from pydantic_ai import Tool
+
+    from tests.handlers.tool_funcs import lookup_price
+
+    with pytest.raises(ToolDeclarationError) as caught:
+        _register({"function": Tool(lookup_price, name="price"), "name": "other"})
+    assert "E131" == caught.value.code
+    assert "is a pydantic-ai `Tool` named 'price'; give it its name where it is made" in caught.value.message
