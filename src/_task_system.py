@@ -1,9 +1,10 @@
 """`TaskSystem`: the facade most users touch. It owns one of each part and wires them together.
 
 One model registry, one template registry and one workflow registry (what `load` and `register` fill),
-the handler (provider settings, the default model), and the parts that run tasks and workflows: the
-manager (which imports pydantic-ai), the executor and the workflow runner, built on first use, so
-constructing a system and loading or listing templates and workflows does not import pydantic-ai.
+the model aliases every part resolves model names with, the handler (provider settings, the default
+model), and the parts that run tasks and workflows: the manager (which imports pydantic-ai), the
+executor and the workflow runner, built on first use, so constructing a system and loading or listing
+templates and workflows does not import pydantic-ai.
 Every method that runs something checks its keyword arguments into one `CallOptions` and passes that
 on; durable runs (`atomtask.runs`, the `durable` extra) are imported only when a run id or a run store
 is given, batches (`atomtask.batch`) only when one runs.
@@ -22,6 +23,7 @@ from atomtask.errors import ConfigurationError
 from atomtask.executors._cache import CacheConfig
 from atomtask.handlers._base import BaseHandler
 from atomtask.loading._declarations import Declarations
+from atomtask.loading._model_aliases import ModelAliases
 from atomtask.loading._providers import check_model_settings, check_options
 from atomtask.loading._readers import load_paths
 from atomtask.loading._template_registry import TemplateRegistry
@@ -87,6 +89,11 @@ class TaskSystem:
         instrument: OpenTelemetry spans for every task, workflow run and step, with pydantic-ai's nested inside:
             True (the global tracer provider), a `TraceSettings` (a tracer provider, `include_content`), or
             False; None (the default) reads `ATOMTASK_OTEL=1`. Prompt and output text only with `include_content`.
+        model_aliases: names for models, used wherever a model is named (`model=`, a template's `model` and
+            `fallbacks`, a step's `model` and `retry_with`, `--model`): a role (`{"fast": "openai-chat:gpt-4o-mini"}`)
+            or a model string standing for another model, e.g. a `FunctionModel` for
+            `"anthropic:claude-sonnet-4-5"`. They win over the files' `models:`; `system.model_aliases.add(...)`
+            adds more (see `ModelAliases`).
     """
 
     def __init__(
@@ -101,18 +108,18 @@ class TaskSystem:
         cache: bool | None = None,
         cache_path: str | Path | ResponseCache | None = None,
         instrument: bool | TraceSettings | None = None,
+        model_aliases: Mapping[str, Model | str] | None = None,
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
         register_builtin_schemas(self.models)
-        self.templates = TemplateRegistry(self.models)
+        #: Names for models (`fast`, or a model string standing for another model), resolved at each call.
+        self.model_aliases = ModelAliases(model_aliases)
+        self.templates = TemplateRegistry(self.models, model_aliases=self.model_aliases)
         self.workflows = WorkflowRegistry(self.templates, self.models)
         if model_settings is not None:
             checked = check_model_settings(model_settings, where="the TaskSystem (`model_settings=`)")
             model_settings = cast("ModelSettings", checked)
-        self.handler = BaseHandler(
-            model=model, base_url=base_url, model_settings=model_settings, provider_retries=provider_retries
-        )
         self._cache = CacheConfig(cache, cache_path)  # a given path is opened (and checked) now
         self._trace = trace_settings(instrument, os.environ)  # None: off, and OpenTelemetry is never imported
         self._executor: AtomicTaskExecutor | None = None
@@ -120,6 +127,14 @@ class TaskSystem:
         self._parts_lock = threading.Lock()
         if templates is not None:
             self.load(templates)
+        # After loading: `model` may be an alias the files declare (`models:`).
+        self.handler = BaseHandler(
+            model=model,
+            base_url=base_url,
+            model_settings=model_settings,
+            provider_retries=provider_retries,
+            model_aliases=self.model_aliases,
+        )
 
     @property
     def manager(self) -> LLMInteractionManager:
@@ -158,14 +173,16 @@ class TaskSystem:
         return self._runner
 
     def load(self, path: str | Path | Iterable[str | Path]) -> list[str]:
-        """Load templates, schemas and workflows from YAML and `.sexp` files or folders; returns the template names.
+        """Load templates, schemas, workflows and model aliases from YAML and `.sexp` files or folders.
+
+        Returns the names of the templates loaded.
 
         Every file is read by the reader for its suffix (YAML, JSON Schema `.json`, and the top-level
-        `defschema`/`defatom` forms of `.sexp` files; the same readers `atomtask check` uses). Schemas
-        are built and registered first, all files together (they may reference each other across files
-        and formats), then every template, then every workflow (`system.workflows`) is checked and
-        registered. Any mistake raises a usage error with its file, line and column, before any model
-        is called.
+        `defschema`/`defatom`/`defworkflow`/`defmodels` forms of `.sexp` files; the same readers `atomtask
+        check` uses). Model aliases (`models:`) are added first and schemas built and registered next, all
+        files together (they may reference each other across files and formats), then every template,
+        then every workflow (`system.workflows`) is checked and registered. Any mistake raises a usage
+        error with its file, line and column, before any model is called.
         """
         paths = [path] if isinstance(path, str | Path) else list(path)
         return self.register_declarations(load_paths(paths))
@@ -196,12 +213,19 @@ class TaskSystem:
         """
         from atomtask.sexp._evaluator import Interpreter
 
-        options = check_options(model=model, model_settings=model_settings, where="`defatom()`")
+        options = check_options(
+            model=model, model_settings=model_settings, where="`defatom()`", aliases=self.model_aliases
+        )
         interpreter = Interpreter(self, model=options.model, model_settings=options.model_settings)
         return interpreter.evaluate(source, file=file, variables=variables)
 
     def register_declarations(self, declarations: Declarations) -> list[str]:
-        """Register already-read schemas, templates and workflows (what `load` does); returns the template names."""
+        """Register already-read model aliases, schemas, templates and workflows (what `load` does).
+
+        Returns the names of the templates registered.
+        """
+        if declarations.model_aliases:  # first: templates and steps may name them
+            self.model_aliases.declare(declarations.model_aliases)
         if declarations.json_schemas or declarations.python_schemas:
             from atomtask.schemas._sources import register_schema_sources
 
@@ -285,7 +309,13 @@ class TaskSystem:
         """
         try:
             options = check_options(
-                model=model, retries=retries, limits=limits, repair=repair, model_settings=model_settings, cache=cache
+                model=model,
+                retries=retries,
+                limits=limits,
+                repair=repair,
+                model_settings=model_settings,
+                cache=cache,
+                aliases=self.model_aliases,
             )
         except ConfigurationError as exc:
             return self.executor.refuse(name_or_request, exc)
@@ -337,7 +367,13 @@ class TaskSystem:
         """The async form of `execute` (pydantic-ai `Agent.run`)."""
         try:
             options = check_options(
-                model=model, retries=retries, limits=limits, repair=repair, model_settings=model_settings, cache=cache
+                model=model,
+                retries=retries,
+                limits=limits,
+                repair=repair,
+                model_settings=model_settings,
+                cache=cache,
+                aliases=self.model_aliases,
             )
         except ConfigurationError as exc:
             return self.executor.refuse(name_or_request, exc)
@@ -398,7 +434,13 @@ class TaskSystem:
 
         try:
             options = check_options(
-                model=model, retries=retries, limits=limits, repair=repair, model_settings=model_settings, cache=cache
+                model=model,
+                retries=retries,
+                limits=limits,
+                repair=repair,
+                model_settings=model_settings,
+                cache=cache,
+                aliases=self.model_aliases,
             )
         except ConfigurationError as exc:
             refused = self.executor.refuse(name_or_request, exc)
@@ -474,7 +516,9 @@ class TaskSystem:
         """
         from atomtask.handlers._blocking import run_blocking
 
-        options = check_options(model=model, model_settings=model_settings, limits=limits, where="this run")
+        options = check_options(
+            model=model, model_settings=model_settings, limits=limits, where="this run", aliases=self.model_aliases
+        )
         run = self._run_workflow(name, inputs, options, expect, on_visit, run_id, db, on_waiting)
         return run_blocking(run)
 
@@ -525,7 +569,9 @@ class TaskSystem:
         on_waiting: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> WorkflowResult[Any]:
         """The async form of `run_workflow` (each step runs with pydantic-ai `Agent.run`)."""
-        options = check_options(model=model, model_settings=model_settings, limits=limits, where="this run")
+        options = check_options(
+            model=model, model_settings=model_settings, limits=limits, where="this run", aliases=self.model_aliases
+        )
         return await self._run_workflow(name, inputs, options, expect, on_visit, run_id, db, on_waiting)
 
     async def _run_workflow(

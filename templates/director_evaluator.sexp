@@ -34,7 +34,7 @@
   (output_format ((type "json") (schema "Critique") (mode "tool"))))
 
 ;; The loop as a workflow: direct -> execute -> evaluate, back to direct until the critique approves,
-;; at most three rounds (the counter ends the loop before `max_visits` is reached).
+;; at most three rounds: the fourth visit of `direct` is over its `max_visits`, which ends the run normally.
 (defworkflow refine_draft
   (version "1.0")
   (description "Direct, write and critique a draft until the editor approves it, at most three rounds.")
@@ -49,7 +49,8 @@
     (step direct (task plan_draft)
           (inputs (brief "{{state.brief}}") (feedback "{{state.feedback}}"))
           (output plan)
-          (max_visits 3))
+          (max_visits 3)
+          (on_max_visits end))
     (step execute (task write_draft)
           (inputs (brief "{{state.brief}}") (plan "{{state.plan}}"))
           (output draft))
@@ -58,7 +59,7 @@
           (output critique)
           (set (rounds "state.rounds + 1")
                (feedback "state.critique.feedback"))
-          (route ((when "not state.critique.approved and state.rounds < 3") (to direct))
+          (route ((when "not state.critique.approved") (to direct))
                  end))))
 
 ;; The loop as a script: the same three tasks, with the decision in the `until` function.

@@ -23,6 +23,7 @@ EXPECTED = [
     "DurableRunsUnavailableError",
     "FailureReason",
     "MatchItem",
+    "MediaNote",
     "MemoryContext",
     "MemorySystem",
     "Migration",
@@ -122,6 +123,7 @@ def test_failure_reasons_are_the_documented_set() -> None:
         "cancelled",
         "code_error",
         "tool_error",
+        "failed_by_step",
     } == {reason.value for reason in atomtask.FailureReason}
 
 

@@ -20,7 +20,8 @@ def test_readme_has_python_examples() -> None:
 def test_readme_python_examples_run() -> None:
     """Every ```python block in the README executes without error (on the embedded test model)."""
     for block in python_blocks():
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+        # As a user runs it: without the `from __future__ import annotations` of this test module.
+        exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme_example"})
 
 
 def test_the_readme_check_command_is_clean_on_the_shipped_templates() -> None:

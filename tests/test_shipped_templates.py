@@ -247,12 +247,13 @@ def test_article_writer_revises_until_the_review_is_good(system: TaskSystem) -> 
 
 
 def test_article_writer_stops_revising_after_two_rounds(system: TaskSystem) -> None:
-    """A review that stays poor ends the loop after two revisions: COMPLETE, never over `max_visits`."""
+    """A review that stays poor ends the loop at its bound, two revisions: COMPLETE (`on_max_visits: end`)."""
     review = {"score": 2, "feedback": "Still weak."}
     article = {"title": "Tides", "body": "Text."}
     model = scripted_model({"summary": "s", "facts": []}, article, review, article, review, article, review)
     result = system.run_workflow("article_writer", {"topic": "Tides"}, model=model)
-    assert ["research", "write", "review", "revise", "review", "revise", "review"] == _steps(result)
+    assert ["research", "write", "review", "revise", "review", "revise", "review", "revise"] == _steps(result)
+    assert "SKIPPED" == result.steps[-1].status  # the third revision is over the bound: not run, the run ends
     assert ("COMPLETE", 2, 0) == (result.status, result.state.rounds, model.pending)
 
 
@@ -291,6 +292,15 @@ def test_refine_draft_loops_until_the_critique_approves(system: TaskSystem) -> N
     assert ("Draft two.", 2, True) == (state.draft, state.rounds, state.critique.approved)
     assert "Feedback on the last draft: none yet" in _prompt(model.calls[0])
     assert "Feedback on the last draft: Rhyme it." in _prompt(model.calls[3])
+
+
+def test_refine_draft_ends_after_three_rounds_without_approval(system: TaskSystem) -> None:
+    """The fourth `direct` is over its `max_visits: 3`: the run ends COMPLETE with the third draft."""
+    critique = {"score": 3, "approved": False, "feedback": "Again."}
+    model = scripted_model(*["Plan.", "Draft.", critique] * 3)
+    result = system.run_workflow("refine_draft", WORKFLOW_INPUTS["refine_draft"], model=model)
+    assert ["direct", "execute", "evaluate"] * 3 + ["direct"] == _steps(result)
+    assert ("COMPLETE", 3, 0) == (result.status, result.state.rounds, model.pending)
 
 
 def _director_script(templates_dir: Path) -> tuple[str, str]:

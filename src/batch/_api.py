@@ -69,7 +69,12 @@ def start_batch(
 
     Every item's inputs and the options are checked first (`BatchInputError`, `ConfigurationError`).
     """
-    asked = check_options(model=options.get("model"), model_settings=options.get("model_settings"), where="this batch")
+    asked = check_options(
+        model=options.get("model"),
+        model_settings=options.get("model_settings"),
+        where="this batch",
+        aliases=host.templates.model_aliases,
+    )
     id_field = options.get("id_field", "id")
     batch_id = options.get("batch_id")
     target = resolve_target(host, name, asked)

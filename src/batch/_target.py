@@ -176,6 +176,7 @@ def from_task(item_id: str, result: TaskResult[Any]) -> BatchItemResult:
         usage=result.notes.usage,
         attempts=len(result.notes.attempts),
         tool_calls=[call for attempt in result.notes.attempts for call in attempt.tool_calls],
+        media=result.notes.media,
     )
 
 

@@ -1,4 +1,4 @@
-"""The `atomtask` command's arguments: the parser, `-i` inputs, model settings and model flags.
+"""The `atomtask` command's arguments: the parser, `-i` inputs and model settings.
 
 Only argparse is imported here at module level, so building the parser (for `--help`, `--version`)
 costs nothing; what the values need (a file, stdin, the provider list) is read when they are used.
@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from atomtask.cli._stream import with_stream
 
-__all__ = ["MODEL_ENV", "build_parser", "check_model_flags", "log_options", "model_settings", "parse_inputs"]
-
-MODEL_ENV = "ATOMTASK_MODEL"
+__all__ = ["build_parser", "log_options", "model_settings", "parse_inputs"]
 
 _EPILOG = (
     "Model: --model, else the template's own, else $ATOMTASK_MODEL, else the embedded synthetic model. "
@@ -107,9 +104,14 @@ def _with_inputs_and_model(p: argparse.ArgumentParser, what: str) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help=f"{what}: key=text, key=@file (the file's text), key=@- (stdin), or key:=json (a JSON value)",
+        help=f"{what}: key=text, key=@file (the file's text, or an image, PDF or audio file for such a "
+        "parameter), key=@- (stdin), or key:=json (a JSON value)",
     )
-    p.add_argument("--model", help="the model for every call, over the template's own (e.g. openai-chat:gpt-4o-mini)")
+    p.add_argument(
+        "--model",
+        help="the model for every call, over the template's own (e.g. openai-chat:gpt-4o-mini, or an alias the "
+        "files declare under `models:`)",
+    )
     p.add_argument(
         "--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...), e.g. a local server"
     )
@@ -262,6 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", parents=[common], help="list the registered templates")
     _with_templates(lst)
+    listed = lst.add_mutually_exclusive_group()
+    listed.add_argument(
+        "--models", action="store_true", help="list the model aliases instead (`models:`), each with its model"
+    )
+    listed.add_argument(
+        "--providers", action="store_true", help="list every provider prefix a model string may use instead"
+    )
 
     show = sub.add_parser(
         "show", parents=[common], help="print a template and its output JSON Schema as the model receives it"
@@ -301,7 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_inputs(pairs: Sequence[str], stdin: TextIO | None = None) -> dict[str, Any]:
-    """`-i` values: `key=text`, `key=@file` (UTF-8 text), `key=@-` (stdin, once), `key:=json`."""
+    """`-i` values: `key=text`, `key=@file` (UTF-8 text; an image, audio or PDF as its path), `key=@-` (stdin,
+    once), `key:=json`."""
     from atomtask.errors import UsageError
 
     values: dict[str, Any] = {}
@@ -325,19 +335,27 @@ def parse_inputs(pairs: Sequence[str], stdin: TextIO | None = None) -> dict[str,
             stdin_key = key
             value = _read_stdin(key, stdin)
         elif value.startswith("@"):
-            value = _read_text(key, Path(value[1:]))
+            values[key] = _read_file(key, Path(value[1:]))
+            continue
         values[key] = value
     return values
 
 
-def _read_text(key: str, path: Path) -> str:
+def _read_file(key: str, path: Path) -> Any:
+    """A `key=@file` value: its text (a `TextFile`, which a `document` parameter reads as the file), or, for an
+    image, audio, PDF or office file (by its suffix), its `Path`, which an `image`, `document` or `audio`
+    parameter reads when the task runs."""
     from atomtask.errors import UsageError
+    from atomtask.system._media import TextFile, binary_media_type
 
     try:
+        if binary_media_type(path) is not None:
+            with path.open("rb"):  # it can be read (the task reads it when it runs)
+                return path
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"Input {key!r}: cannot read {str(path)!r} ({exc.strerror}).") from None
-    return _decode(data, f"Input {key!r}: {str(path)!r}")
+    return TextFile(_decode(data, f"Input {key!r}: {str(path)!r}"), path)
 
 
 def _read_stdin(key: str, stdin: TextIO | None) -> str:
@@ -392,17 +410,3 @@ def model_settings(args: argparse.Namespace) -> dict[str, Any] | None:
     from atomtask.loading._providers import check_model_settings
 
     return check_model_settings(settings, where="the command line (`--setting`, `--temperature`, ...)")
-
-
-def check_model_flags(model: str | None) -> None:
-    """Refuse a bad `--model` (or, without one, a bad `$ATOMTASK_MODEL`) before anything runs."""
-    if model is not None:
-        from atomtask.loading._providers import check_model_string
-
-        check_model_string(model, where="`--model`")
-        return
-    env_model = os.environ.get(MODEL_ENV)
-    if env_model:
-        from atomtask.loading._providers import check_model_string
-
-        check_model_string(env_model, where=f"the `{MODEL_ENV}` environment variable")

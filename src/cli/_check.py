@@ -88,13 +88,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return EXIT_USAGE
 
-    from atomtask.loading._providers import check_model_string
+    from atomtask.cli._model_flag import check_model_flags
 
-    # Checked here too, so the message names what the user typed (the engine only says "the models").
+    # Checked here too, so the message names what the user typed (the engine only says "the models");
+    # a name without a provider prefix may be an alias the files declare: the engine checks it once read.
     for model in args.model:
-        check_model_string(model, where="`--model`")
-    if not args.model and os.environ.get("ATOMTASK_MODEL"):
-        check_model_string(os.environ["ATOMTASK_MODEL"], where="the `ATOMTASK_MODEL` environment variable")
+        check_model_flags(model)
+    if not args.model:
+        check_model_flags(None)
 
     from atomtask.lint._engine import check, check_cache
 

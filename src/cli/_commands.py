@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from atomtask.cli._args import check_model_flags, model_settings, parse_inputs
+from atomtask.cli._args import model_settings, parse_inputs
+from atomtask.cli._model_flag import check_model_flags
 from atomtask.cli._stream import is_terminal, run_streamed
 from atomtask.loading._providers import check_options
 
@@ -119,6 +120,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     inputs = parse_inputs(args.input, stdin)
     settings = model_settings(args)
     system = _system(args)
+    check_model_flags(args.model, system.model_aliases)
     limits = _limits(args) or None
     if getattr(args, "stream", False):
         stream = system.execute_stream(
@@ -219,6 +221,7 @@ def eval_script(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextI
     variables = parse_inputs(args.input, stdin)
     settings = model_settings(args)
     system = _system(args)
+    check_model_flags(args.model, system.model_aliases)
     try:
         value = system.defatom(source, file=str(path), variables=variables, model=args.model, model_settings=settings)
     except SexpTaskFailedError as exc:
@@ -274,8 +277,26 @@ def _value_json(value: Any) -> str:
 
 
 def list_templates(args: argparse.Namespace, out: TextIO) -> int:
-    """`atomtask list`: every template's name and description, one per line."""
+    """`atomtask list`: every template's name and description, one per line.
+
+    `--models`: each model alias and the model it stands for; `--providers`: every provider prefix.
+    """
+    if getattr(args, "providers", False):
+        from atomtask.loading._providers import known_providers
+
+        for provider in sorted(known_providers()):
+            print(provider, file=out)
+        return EXIT_OK
     system = _system(args)
+    if getattr(args, "models", False):
+        from atomtask.handlers._base import model_label
+
+        aliases = system.model_aliases
+        for name in aliases:
+            target, resolved = aliases[name], aliases.resolve(name)
+            through = f"\t({model_label(resolved)})" if resolved is not target else ""
+            print(f"{name}\t{model_label(target)}{through}", file=out)
+        return EXIT_OK
     for name in system.templates.names():
         template = system.templates.get(name)
         print(f"{name}\t{template.description or ''}".rstrip(), file=out)
@@ -286,6 +307,7 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
     """`atomtask show NAME`: the template and its output JSON Schema as the chosen model receives it."""
     check_model_flags(args.model)
     system = _system(args)
+    check_model_flags(args.model, system.model_aliases)
     compiled = system.templates.compiled(args.name)
     template = compiled.template
     document = template.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -322,13 +344,15 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
     check_model_flags(args.model)
     _check_output_path(args)
     inputs = parse_inputs(args.input, stdin)
+    system = _system(args)
+    check_model_flags(args.model, system.model_aliases)
     if args.workflow_command == "resume":  # its inputs: the `redact: true` fields, given again
         result = actions.resume(
-            _system(args), args.run_id, inputs=inputs, model=args.model, err=err, quiet=args.quiet, db=args.db
+            system, args.run_id, inputs=inputs, model=args.model, err=err, quiet=args.quiet, db=args.db
         )
     else:
         result = actions.run(
-            _system(args),
+            system,
             args.name,
             inputs,
             model=args.model,
@@ -357,8 +381,11 @@ def batch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | No
 
     args = prepare(args)  # `--resume BATCH_ID` fills in the recorded arguments, templates included
     check_model_flags(args.model)
-    options = check_options(model=args.model, model_settings=model_settings(args), where="this batch")
-    return run_command(_system(args), args, out, err, stdin, options=options)
+    settings = model_settings(args)
+    system = _system(args)
+    check_model_flags(args.model, system.model_aliases)
+    options = check_options(model=args.model, model_settings=settings, where="this batch", aliases=system.model_aliases)
+    return run_command(system, args, out, err, stdin, options=options)
 
 
 def worker(args: argparse.Namespace, err: TextIO) -> int:

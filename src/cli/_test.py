@@ -129,8 +129,8 @@ def _library_warnings_muted(verbose: bool) -> Iterator[None]:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    from atomtask.cli._model_flag import check_model_flags
     from atomtask.errors import UsageError
-    from atomtask.loading._providers import check_model_string
 
     if args.record and not args.model:
         raise UsageError(
@@ -141,7 +141,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.model and not args.record:
         raise UsageError("`--model` is for `--record`; a replay answers with the recorded answers, offline.")
     if args.model:
-        check_model_string(args.model, where="`--model`")
+        check_model_flags(args.model)  # an alias is checked once the templates are loaded (`_record`)
     if args.junit and not Path(args.junit).parent.is_dir():
         raise UsageError(f"Cannot write {args.junit!r}: its folder does not exist; create it or fix `--junit`.")
 
@@ -199,12 +199,15 @@ def _record(
 
     Without `--overwrite` only the cases that have no recorded answers yet are recorded.
     """
+    from atomtask.cli._model_flag import check_model_flags
     from atomtask.errors import CasesFileError
     from atomtask.schemas._sources import read_source
     from atomtask.template_tests._recording import record_case, rewrite_cases
 
     overwrite = bool(getattr(args, "overwrite", False))
     chosen = [item for item in prepared if overwrite or not item.case.answers]
+    for item in chosen:  # `--model` may be an alias the templates declare
+        check_model_flags(args.model, systems[item.file.templates].model_aliases)
     kept = len(prepared) - len(chosen)
     if kept and not getattr(args, "quiet", False):
         print(

@@ -30,6 +30,7 @@ from atomtask.handlers._blocking import run_blocking
 from atomtask.handlers._ledger import usage_total
 from atomtask.handlers._llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry
+from atomtask.system._media import media_inputs
 from atomtask.system._options import NO_OPTIONS, CallOptions, SubtaskRequest
 from atomtask.system._results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system._templates import CachePolicy, RepairMode, TemplateLimits
@@ -67,7 +68,7 @@ def resolve_options(
     fallbacks = (
         ()
         if choice.source == "call" or not template.fallbacks
-        else tuple(ModelChoice(spec=m, label=m, source="fallback") for m in template.fallbacks)
+        else tuple(handler.named(m, "fallback") for m in template.fallbacks)
     )
     settings = dict(compiled.model_settings) if compiled.model_settings else None
     if options is NO_OPTIONS:  # the usual call: the template's own
@@ -256,6 +257,7 @@ class AtomicTaskExecutor:
             model=choice,
             system=system,
             prompt=prompt,
+            media=media_inputs(values, tuple(compiled.media_params)) if compiled.media_params else (),
             output_cls=compiled.output_cls,
             mode=compiled.output_mode,
             retries=resolved.retries,
@@ -277,16 +279,19 @@ class AtomicTaskExecutor:
         call = prepared.call
         model = outcome.model or call.model.label
         duration_ms = (time.perf_counter() - prepared.started) * 1000
+        answered = next((c for c in (call.model, *call.fallbacks) if c.label == model), None)
         notes = TaskNotes(
             template=call.template,
             model=model,
             model_source=call.model.source,
+            model_alias=answered.alias if answered is not None else None,
             output_mode=str(call.mode) if call.output_cls is not None else "text",  # (`.value` runs Python)
             duration_ms=duration_ms,
             usage=usage_total(outcome.attempts),
             attempts=outcome.attempts,
             models_tried=outcome.models_tried,
             default_model_notice=call.model.notice,
+            media=[media.note(param) for param, media in call.media],
         )
         events = prepared.events
         for attempt in outcome.attempts:

@@ -2,8 +2,9 @@
 
 The key is a SHA-256 of everything that decides the answer: the template name, the model (and its
 fallbacks, and the endpoint), the model settings as sent (the TaskSystem's under the template's and
-the call's), the rendered system text and prompt, the output class's JSON Schema (sorted; so a schema
-change is a miss), the output mode and the repair mode. Nothing here is imported into a run that does
+the call's), the rendered system text and prompt, the SHA-256 (or the URL) of each image, document or
+audio value sent beside it, the output class's JSON Schema (sorted; so a schema change is a miss), the
+output mode and the repair mode. Nothing here is imported into a run that does
 not use the cache beyond this module itself: the SQLite store (`_cache_store`) opens on the first
 cached call, and no key is computed while the cache is off. The store is called on the caller's
 thread (tens of microseconds a statement); only a file another process is writing makes it wait, up to
@@ -73,6 +74,8 @@ def cache_key(call: ModelCall, handler: BaseHandler) -> str:
         call.mode.value if call.output_cls is not None else "text",
         str(call.repair),
     ]
+    if call.media:  # what it was shown: each image's, document's or audio's hash (or URL), not its bytes
+        material.append([[param, *media.fingerprint()] for param, media in call.media])
     if call.tools is not None:  # what the model could call: the functions' schemas, the servers
         material.append([tool.tool_def.parameters_json_schema | {"name": tool.name} for tool in call.tools.functions])
         material.append([spec.model_dump() for spec in call.tools.mcp])
@@ -190,6 +193,7 @@ class CacheConfig:
             duration_ms=(time.perf_counter() - started) * 1000,
             cached=True,
             cache_key=plan.key,
+            media=[media.note(param) for param, media in call.media],
         )
         log.info("task_cache_hit", template=call.template, key=plan.key[:16], model=entry.model)
         return _Result(status=TaskStatus.COMPLETE, content=entry.content, parsedContent=output, notes=notes)

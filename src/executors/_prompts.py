@@ -61,7 +61,7 @@ def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
             problems.append(f"unknown parameter {param!r}.{did_you_mean(param, declared)}".rstrip("."))
         else:
             path = ".".join(loc)
-            problems.append(f"parameter {path!r}: {err['msg']} (got {err.get('input')!r})")
+            problems.append(f"parameter {path!r}: {err['msg']} (got {_shown(err.get('input'))})")
     listing = ", ".join(declared) or "none"
     return TaskError(
         reason=FailureReason.INPUT_VALIDATION_FAILURE,
@@ -70,6 +70,14 @@ def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
         f"{'' if problems and problems[-1].endswith('?') else '.'} Declared parameters: {listing}.",
         details={"params": sorted(set(params)), "errors": [str(p) for p in problems]},
     )
+
+
+def _shown(value: Any, limit: int = 120) -> str:
+    """A value as a message quotes it: bytes by their size only (an image's bytes never reach a message or a log)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"{len(value):,} bytes"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render(text: str, placeholders: Sequence[Placeholder], values: Mapping[str, Any]) -> str:

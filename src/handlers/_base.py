@@ -3,7 +3,9 @@
 The model for a call is, in order: the one passed to the call, the template's, the TaskSystem's,
 the `ATOMTASK_MODEL` environment variable, then the embedded default (`atomtask:synthetic`, which
 answers offline with schema-valid made-up values) with a visible notice saying how to configure a
-real one. A `base_url` sends every model string whose pydantic-ai provider takes one to that
+real one. Whichever names it, a model alias (`ModelAliases`) is resolved here, at each choice: the
+`ModelChoice` holds the model it stands for (its `label` is the real model's, as the ledger shows
+it) and the `alias` it was named by. A `base_url` sends every model string whose pydantic-ai provider takes one to that
 endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none is refused with
 the reason. API keys are read by the provider SDKs from the environment; atomtask never stores or
 prints them.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from atomtask.errors import ConfigurationError
+from atomtask.loading._model_aliases import ModelAliases
 from atomtask.loading._providers import API_KEY_ENV, ATOMTASK_PROVIDER, check_model_string, provider_of
 from atomtask.system._options import ProviderRetries
 
@@ -43,11 +46,17 @@ ModelSource = Literal["call", "template", "system", "environment", "default", "f
 
 @attrs.frozen(kw_only=True)
 class ModelChoice:
-    """The model chosen for one call, and why."""
+    """The model chosen for one call, and why.
+
+    `spec` is the model itself (an alias already resolved), `label` its printable name, `source` who
+    named it, and `alias` the name it was named by when that was a model alias (`fast`, or a model
+    string mapped to another model).
+    """
 
     spec: Model | str
     label: str
     source: ModelSource
+    alias: str | None = None
 
     @property
     def notice(self) -> str | None:
@@ -77,6 +86,7 @@ class BaseHandler:
         model_settings: pydantic-ai `ModelSettings` (temperature, max_tokens, timeout, ...).
         environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
+        model_aliases: the names models may be given by wherever one is named (`TaskSystem.model_aliases`).
     """
 
     def __init__(
@@ -87,37 +97,50 @@ class BaseHandler:
         model_settings: ModelSettings | None = None,
         environ: Mapping[str, str] | None = None,
         provider_retries: ProviderRetries | None = None,
+        model_aliases: ModelAliases | None = None,
     ) -> None:
+        self.model_aliases = model_aliases if model_aliases is not None else ModelAliases()
         if isinstance(model, str):
-            check_model_string(model, where="the TaskSystem configuration")
+            check_model_string(model, where="the TaskSystem configuration", aliases=self.model_aliases)
         self.model = model
         self.base_url = base_url
         self.model_settings = model_settings
         self.provider_retries = provider_retries if provider_retries is not None else ProviderRetries()
         self._environ = environ if environ is not None else os.environ
         self._built: dict[str, Model] = {}
-        # The choice for `self.model`, made once per model (a frozen value every call may share).
-        self._system_choice: tuple[Model | str, ModelChoice] | None = None
+        # The choice for `self.model`, made once per model and aliases (a frozen value every call may share).
+        self._system_choice: tuple[Model | str, int, ModelChoice] | None = None
 
     def choose_model(self, *, call: Model | str | None = None, template: str | None = None) -> ModelChoice:
-        """Pick the model for one call: call, template, handler, `ATOMTASK_MODEL`, then the default."""
+        """Pick the model for one call: call, template, handler, `ATOMTASK_MODEL`, then the default.
+
+        A model alias is resolved (`ModelChoice.spec` is the model it stands for); a call's model string
+        is checked (`ConfigurationError` for an unknown provider or alias).
+        """
         if call is not None:
             if isinstance(call, str):
-                check_model_string(call, where="the call")
-            return ModelChoice(spec=call, label=model_label(call), source="call")
+                check_model_string(call, where="the call", aliases=self.model_aliases)
+            return self.named(call, "call")
         if template is not None:
-            return ModelChoice(spec=template, label=template, source="template")
+            return self.named(template, "template")
         if self.model is not None:
             cached = self._system_choice
-            if cached is None or cached[0] is not self.model:  # `model` may be reassigned
-                choice = ModelChoice(spec=self.model, label=model_label(self.model), source="system")
-                cached = self._system_choice = (self.model, choice)
-            return cached[1]
+            version = self.model_aliases.version
+            if cached is None or cached[0] is not self.model or cached[1] != version:  # `model` may be reassigned
+                cached = self._system_choice = (self.model, version, self.named(self.model, "system"))
+            return cached[2]
         env_model = self._environ.get(MODEL_ENV)
         if env_model:
-            check_model_string(env_model, where=f"the `{MODEL_ENV}` environment variable")
-            return ModelChoice(spec=env_model, label=env_model, source="environment")
+            check_model_string(env_model, where=f"the `{MODEL_ENV}` environment variable", aliases=self.model_aliases)
+            return self.named(env_model, "environment")
         return ModelChoice(spec=DEFAULT_MODEL, label=DEFAULT_MODEL, source="default")
+
+    def named(self, model: Model | str, source: ModelSource) -> ModelChoice:
+        """The choice of `model`, named by `source` (a template's fallback: `"fallback"`), its alias resolved."""
+        if isinstance(model, str) and model in self.model_aliases:
+            target = self.model_aliases.resolve(model)
+            return ModelChoice(spec=target, label=model_label(target), source=source, alias=model)
+        return ModelChoice(spec=model, label=model_label(model), source=source)
 
     def build(self, choice: ModelChoice) -> Model | str:
         """What to hand to pydantic-ai: the instance, the string, an embedded model, or a model wired to `base_url`.

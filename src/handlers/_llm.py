@@ -49,6 +49,7 @@ from atomtask.loading._providers import (
     provider_of,
 )
 from atomtask.loading._tools import ResolvedTools
+from atomtask.system._media import Media, media_refusal
 from atomtask.system._results import Attempt, FailureReason, TaskError
 from atomtask.system._templates import OutputMode, RepairMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
@@ -79,6 +80,7 @@ __all__ = [
     "configuration_error",
     "errors_of_last_answer",
     "map_error",
+    "media_error",
     "model_output_schema",
 ]
 
@@ -107,6 +109,15 @@ class ModelCall:
     fixed_system: bool = False
     # What the model may call before its answer (`handlers._tools` connects them for the call).
     tools: ResolvedTools | None = None
+    # The images, documents and audio sent beside the prompt, each with its parameter (`system._media`).
+    media: tuple[tuple[str, Media], ...] = ()
+
+    @property
+    def user_prompt(self) -> str | list[Any]:
+        """The user's message as the model receives it: the rendered prompt, then each media value's content part."""
+        if not self.media:
+            return self.prompt
+        return [self.prompt, *(media.content() for _, media in self.media)]
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
@@ -140,6 +151,23 @@ def configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
     else:
         message = f"Model {label!r} cannot be used: {redact(str(exc))}"
     return TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message, details={"model": label})
+
+
+def media_error(call: ModelCall, choice: ModelChoice, profile: Mapping[str, Any]) -> TaskError | None:
+    """A `configuration_error` when the model's profile says it cannot take one of the call's media values."""
+    for param, media in call.media:
+        refused = media_refusal(profile, media.kind, media.media_type)
+        if refused is None:
+            continue
+        what = f"{media.media_type}, " if media.media_type else ""
+        return TaskError(
+            reason=FailureReason.CONFIGURATION_ERROR,
+            message=f"Model {choice.label!r} cannot take {refused}, according to pydantic-ai's profile for it, so "
+            f"parameter {param!r} ({what}{media.source or 'bytes'}) of template {call.template!r} was not sent. "
+            f"Choose a model that reads {refused} (`atomtask check --model` tells before a run: P307).",
+            details={"model": choice.label, "param": param, "media_type": media.media_type, "kind": media.kind},
+        )
+    return None
 
 
 def budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: list[Attempt]) -> TaskError:
@@ -306,7 +334,7 @@ class LLMInteractionManager:
         while (step := run.next_step()) is not None:
             with capture_run_messages() as messages:
                 try:
-                    result = await step.agent.run(call.prompt, **step.kwargs)
+                    result = await step.agent.run(call.user_prompt, **step.kwargs)
                 except Exception as exc:  # every run failure becomes a FAILED result, never a raise
                     run.failed(step, exc, messages)
                     continue
@@ -317,7 +345,7 @@ class LLMInteractionManager:
         while (step := run.next_step()) is not None:
             with capture_run_messages() as messages:
                 try:
-                    result = await step.agent.run(run.call.prompt, **step.kwargs)
+                    result = await step.agent.run(run.call.user_prompt, **step.kwargs)
                 except Exception as exc:  # every run failure becomes a FAILED result, never a raise
                     run.failed(step, exc, messages)
                     continue
@@ -470,6 +498,11 @@ class _Run:
         except Exception as exc:
             self._finish(configuration_error(choice, exc))
             return None
+        if self.call.media and isinstance(agent.model, Model):  # refused here, not by the provider's HTTP 400
+            refused = media_error(self.call, choice, agent.model.profile)
+            if refused is not None:
+                self._finish(refused)
+                return None
         state = RunState(retries=self.manager.handler.provider_retries, repair=self.call.repair)
         kwargs: dict[str, Any] = {"deps": state}
         if not self.call.fixed_system:  # else the Agent holds the system text (`_agent`)

@@ -114,7 +114,7 @@ class _StepStream:
         kwargs = dict(self.step.kwargs)
         if history is not None:
             kwargs.update(self._resume_kwargs(history, used))
-        prompt = self.call.prompt if history is None else None
+        prompt = self.call.user_prompt if history is None else None
         agent = self.step.agent  # built by the manager, the one module that builds Agents
         live = isinstance(agent.model, Model) and streams(agent.model)
         async with agent.iter(prompt, **kwargs) as agent_run:

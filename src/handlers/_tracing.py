@@ -13,7 +13,8 @@ Attributes follow the OpenTelemetry GenAI semantic conventions where they apply 
 `atomtask.`. Usage on these parent spans is `gen_ai.aggregated_usage.*` and `atomtask.usage.*`, never
 `gen_ai.usage.*`: pydantic-ai's model-request spans inside already carry that, and backends add it
 up over a trace (pydantic-ai's own agent-run span does the same for the same reason). Prompt and output
-text (the answer, failure messages that may quote inputs or answers) only with `include_content`.
+text (the answer, failure messages that may quote inputs or answers) only with `include_content`; the
+bytes of an image, document or audio input never (its media type, size and hash: `atomtask.media`).
 
 No span can carry an API key: a provider's error body can quote the key it rejected, and with content
 opted in pydantic-ai records a failed request's exception in full. atomtask hands pydantic-ai (and its
@@ -265,7 +266,8 @@ class Tracing:
         self.instrumentation = InstrumentationSettings(
             tracer_provider=provider,
             include_content=settings.include_content,
-            include_binary_content=settings.include_content,
+            # An image's, document's or audio's bytes never go into a span, content or not: its media type does.
+            include_binary_content=False,
         )
 
     async def task(
@@ -401,6 +403,11 @@ def task_attributes(result: TaskResult[Any], schema: str | None, *, content: boo
             attributes["atomtask.model.source"] = notes.model_source
     if len(notes.models_tried) > 1:
         attributes["atomtask.models_tried"] = list(notes.models_tried)
+    if notes.media:  # what was sent beside the prompt: never the bytes
+        attributes["atomtask.media"] = [
+            f"{m.param}: {m.media_type or m.kind}" + ("" if m.size is None else f", {m.size} bytes, sha256 {m.sha256}")
+            for m in notes.media
+        ]
     if result.error is not None:
         attributes["atomtask.failure.reason"] = attributes["error.type"] = result.error.reason.value
     if content and result.content is not None:

@@ -4,8 +4,9 @@ A file is checked again only when something its findings depend on changed:
 
 - its own bytes (the key is a hash of the content, not a modification time);
 - a file it depends on: one that declares a name this file's text mentions (a schema its templates
-  answer with, a schema its schemas use, a template its workflows run), and so on transitively; a
-  JSON Schema file depends on every JSON Schema file (they `$ref` each other by file name);
+  answer with, a schema its schemas use, a template its workflows run, a model alias it names), and so
+  on transitively; a JSON Schema file depends on every JSON Schema file (they `$ref` each other by file
+  name);
 - for a file with errors, the set of every declared name (its "did you mean" and "known schemas"
   read them);
 - atomtask itself, pydantic and pydantic-ai, the models checked against and `--select`/`--ignore`:
@@ -77,10 +78,11 @@ class FileFacts:
     schema_count: int = 0
     lenient: tuple[str, ...] = ()
     tools: bool = False  # a template names tools: code outside the file, and the importable packages, decide
+    models: tuple[str, ...] = ()  # the model aliases it declares (`models:`), which templates and steps name
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (*self.templates, *self.schemas, *self.workflows)
+        return (*self.templates, *self.schemas, *self.workflows, *self.models)
 
     @property
     def volatile(self) -> bool:
@@ -227,6 +229,7 @@ def facts_of(declarations: Declarations) -> FileFacts:
         schema_count=len(declarations.schemas) + len(declarations.json_schemas) + len(declarations.python_schemas),
         lenient=tuple(t.name for t in declarations.templates if t.repair is RepairMode.LENIENT),
         tools=any(t.tools for t in declarations.templates),
+        models=tuple(alias.name for alias in declarations.model_aliases),
     )
 
 
@@ -288,7 +291,8 @@ def duplicated(files: Sequence[str], facts: Mapping[str, FileFacts]) -> set[str]
     owners: dict[tuple[str, str], list[str]] = {}
     for file in files:
         fact = facts[file]
-        for kind, names in (("template", fact.templates), ("schema", fact.schemas), ("workflow", fact.workflows)):
+        kinds = (("template", fact.templates), ("schema", fact.schemas), ("workflow", fact.workflows))
+        for kind, names in (*kinds, ("model alias", fact.models)):
             for name in set(names):
                 owners.setdefault((kind, name), []).append(file)
     return {file for found in owners.values() if len(found) > 1 for file in found}
@@ -322,6 +326,7 @@ def _facts(data: dict[str, Any]) -> FileFacts:
         schema_count=int(data["schema_count"]),
         lenient=tuple(data["lenient"]),
         tools=bool(data.get("tools", False)),
+        models=tuple(data.get("models", ())),
     )
 
 

@@ -12,8 +12,14 @@ against the schema we declared:
 - a keyword present in our schema is missing after the transform (P304), or was folded into the
   description (P305), or `additionalProperties` of a dict field is gone (P306).
 
-The only table is the routing from a model-string prefix to the profile function pydantic-ai's own
-provider class uses (provider classes import their SDKs, so they cannot be asked directly).
+A template's `image`, `document` and `audio` parameters are checked against the same profile's
+file-input flags (`supports_image_input`, ...) and against what the provider's pydantic-ai model class
+cannot send in a user prompt whatever the model (P307, `media_issues`).
+
+The only tables are the routing from a model-string prefix to the profile function pydantic-ai's own
+provider class uses, and from a prefix to the file kinds its model class refuses (provider and model
+classes import their SDKs, so they cannot be asked directly; a test pins the second table against the
+model classes whose SDKs are installed).
 
 The analysis can run in a helper process, so `atomtask check` does not wait for pydantic-ai, which
 takes about a second to import and is needed for two things only: the provider prefixes a model string
@@ -24,7 +30,8 @@ providers, then analyses each schema as it arrives: the very same function, on t
 Nothing depends on the helper: if it cannot start, dies or answers nothing, the check asks pydantic-ai
 in its own process. The protocol is one JSON document per line: the helper writes `{"providers": [...]}`
 first, then `[index, [[code, message, owner, field], ...]]` for each request `[index, schema, model,
-mode]` it reads, until its input ends.
+mode]` it reads (`[index, null, model, "media", [[param, kind], ...]]` for a template's media parameters),
+until its input ends.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ __all__ = [
     "ResolvedProfile",
     "analyse",
     "main",
+    "media_issues",
     "profile_for",
 ]
 
@@ -188,6 +196,74 @@ def profile_for(model: str) -> ResolvedProfile | None:
 
     route, exact = _ROUTES.get(provider, (_openai_compatible, False))
     return ResolvedProfile(profile=merge_profile(DEFAULT_PROFILE, route(name)), exact=exact)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Media inputs
+
+# What the model class pydantic-ai builds for a provider prefix cannot send in a user prompt, whatever the model
+# (its `_unsupported_file_inputs`, as `pydantic_ai.models.infer_model` picks the class); any other prefix is an
+# OpenAI-compatible host served by `OpenAIChatModel`. Pinned against the installed classes by tests/lint/test_compat.py.
+_RESPONSES = frozenset({"audio", "video"})
+ADAPTER_REFUSES: dict[str, frozenset[str]] = {
+    "openai": _RESPONSES,
+    "openai-responses": _RESPONSES,
+    "azure-responses": _RESPONSES,
+    "meta": _RESPONSES,
+    "openai-chatgpt": _RESPONSES,
+    "openai-chat": frozenset({"video"}),
+    "openrouter": frozenset(),
+    "google": frozenset(),
+    "google-cloud": frozenset(),
+    "anthropic": frozenset({"audio", "video"}),
+    "mistral": frozenset({"audio", "video"}),
+    "xai": frozenset({"audio", "video"}),
+    "bedrock": frozenset({"audio"}),
+    "groq": frozenset({"document", "audio", "video"}),
+    "huggingface": frozenset({"document", "audio", "video"}),
+    "cohere": frozenset({"image", "document", "audio", "video"}),
+    "atomtask": frozenset(),  # `atomtask:synthetic` answers without reading any of it
+}
+_OPENAI_COMPATIBLE_REFUSES = frozenset({"video"})
+_PLURAL = {"image": "images", "document": "documents", "audio": "audio files"}
+
+
+def media_issues(model: str, params: list[tuple[str, str]]) -> list[CompatIssue]:
+    """P307 for each `(param, kind)` whose kind `model` cannot take: by its model class, or its profile's flags.
+
+    A document's media type is known only when the task runs (Anthropic, for one, reads PDFs and plain text
+    but not Word files): that is checked then, with the same flags.
+    """
+    resolved = profile_for(model)
+    if resolved is None:
+        return []
+    from atomtask.system._media import media_refusal
+
+    provider, name = model.split(":", 1)
+    provider = provider.removeprefix("gateway/")
+    refused_by_class = ADAPTER_REFUSES.get(provider, _OPENAI_COMPATIBLE_REFUSES)
+    profile: dict[str, Any] = dict(resolved.profile)
+    if provider in ("openai", "openai-chat", "openai-responses"):
+        # What `OpenAIProvider.model_profile` adds: only OpenAI's audio models take audio input.
+        profile["supports_audio_file_input"] = "audio" in name
+    issues: list[CompatIssue] = []
+    for param, kind in params:
+        if kind in refused_by_class:
+            why = f"pydantic-ai's model class for `{provider}:` cannot send {_PLURAL[kind]} in a prompt"
+        elif (refused := media_refusal(profile, kind)) is not None:
+            why = f"pydantic-ai's profile for it says it cannot take {refused}"
+        else:
+            continue
+        issues.append(
+            CompatIssue(
+                code="P307",
+                message=f"Parameter {param!r} is typed `{kind}`, but model {model!r} cannot take {_PLURAL[kind]}: "
+                f"{why}. The call would fail before any request; use a model that reads {_PLURAL[kind]}.",
+                owner=None,
+                field=param,
+            )
+        )
+    return issues
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -381,6 +457,17 @@ def _resolve(root: JsonSchema, ref: str) -> JsonSchema | None:
 
 
 _WAIT = 300.0  # seconds to wait for the helper's last answers before analysing the rest here
+_MEDIA = "media"  # the mode of a request about media parameters (its schema is None)
+# One request as the helper reads it: (schema, model, mode, media parameters as [param, kind] pairs).
+_Request: TypeAlias = tuple[JsonSchema | None, str, str, list[list[str]] | None]
+
+
+def _answer(request: _Request) -> list[CompatIssue]:
+    schema, model, mode, params = request
+    if mode == _MEDIA:
+        return media_issues(model, [(param, kind) for param, kind in params or []])
+    assert schema is not None
+    return analyse(schema, model, mode)
 
 
 class Analyses(Protocol):
@@ -391,6 +478,9 @@ class Analyses(Protocol):
 
     def submit(self, schema: JsonSchema, model: str, mode: str) -> int:
         """Ask for the issues of `schema` in `mode` for `model`; the index of the answer in `results()`."""
+
+    def submit_media(self, model: str, params: list[tuple[str, str]]) -> int:
+        """Ask for the issues of media parameters `(param, kind)` for `model` (P307); the index of the answer."""
 
     def results(self) -> list[list[CompatIssue]]:
         """The issues of every request, in the order they were submitted."""
@@ -412,6 +502,10 @@ class InlineAnalyses:
         self._done.append(analyse(schema, model, mode))
         return len(self._done) - 1
 
+    def submit_media(self, model: str, params: list[tuple[str, str]]) -> int:
+        self._done.append(media_issues(model, params))
+        return len(self._done) - 1
+
     def results(self) -> list[list[CompatIssue]]:
         return self._done
 
@@ -425,7 +519,7 @@ class ProcessAnalyses:
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self._started = False
-        self._requests: list[tuple[JsonSchema, str, str]] = []
+        self._requests: list[_Request] = []
         self._answers: dict[int, list[CompatIssue]] = {}
         self._providers: frozenset[str] | None = None
         self._providers_known = threading.Event()
@@ -441,13 +535,19 @@ class ProcessAnalyses:
         return self._providers
 
     def submit(self, schema: JsonSchema, model: str, mode: str) -> int:
+        return self._send_request((schema, model, mode, None))
+
+    def submit_media(self, model: str, params: list[tuple[str, str]]) -> int:
+        return self._send_request((None, model, _MEDIA, [list(pair) for pair in params]))
+
+    def _send_request(self, request: _Request) -> int:
         self.start()
         index = len(self._requests)
-        self._requests.append((schema, model, mode))
+        self._requests.append(request)
         if self._process is not None:
             try:  # only what JSON carries exactly (a tuple, a non-string key, a NaN: analysed here)
-                line = json.dumps([index, schema, model, mode])
-                faithful = json.loads(line)[1] == schema
+                line = json.dumps([index, *request])
+                faithful = json.loads(line)[1:] == list(request)
             except (TypeError, ValueError):
                 faithful = False
             if faithful:
@@ -459,9 +559,8 @@ class ProcessAnalyses:
             self.close()
         else:
             self.stop()  # nothing asked (`--select E`): no reason to wait for its import
-        return [
-            self._answers[i] if i in self._answers else analyse(*request) for i, request in enumerate(self._requests)
-        ]
+        answers = self._answers
+        return [answers[i] if i in answers else _answer(request) for i, request in enumerate(self._requests)]
 
     def stop(self) -> None:
         """End the helper now, whatever it was doing (after an error, or when no check needed it)."""
@@ -557,8 +656,8 @@ def main(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> int
 
     write({"providers": sorted(known_providers())})
     for line in source:
-        index, schema, model, mode = json.loads(line)
-        issues = analyse(schema, model, mode)
+        index, schema, model, mode, *params = json.loads(line)
+        issues = _answer((schema, model, mode, params[0] if params else None))
         write([index, [[i.code, i.message, i.owner, i.field] for i in issues]])
     return 0
 

@@ -27,7 +27,7 @@ from atomtask.errors import SourceLocation, UsageError
 from atomtask.lint._cache import CheckCache, Entry, FileFacts, content_hash, dependencies, duplicated, fingerprint
 from atomtask.lint._cache import mentioned as mentioned_names
 from atomtask.lint._findings import CheckReport, Finding, Severity, matches
-from atomtask.loading._providers import check_model_string, providers_from
+from atomtask.loading._providers import check_model_string, provider_of, providers_from
 from atomtask.loading._readers import declaration_files
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def check(
         paths: files and folders of declarations (every suffix a reader is registered for).
         python: modules (`myapp.tasks`) or `.py` files; their module-level `TaskSystem`s and `Template`s
             are checked with everything else (and their schemas are known to the files' templates).
-        models: model strings to check provider compatibility against for templates that name no model
-            (default: `$ATOMTASK_MODEL` when set).
+        models: model strings (or model aliases the files declare) to check provider compatibility against
+            for templates that name no model (default: `$ATOMTASK_MODEL` when set).
         select: only report codes starting with one of these (default: all).
         ignore: do not report codes starting with one of these.
         cache: reuse the findings of unchanged files (see `check_cache`); not used with `python`
@@ -104,8 +104,10 @@ def _check(
     helper: ProcessAnalyses | None = None,
 ) -> CheckReport:
     defaults = tuple(models) or _env_models()
+    given = "the models to check against" if models else "the `ATOMTASK_MODEL` environment variable"
     for model in defaults:  # a bad argument, not a finding: raises ConfigurationError
-        check_model_string(model, where="the models to check against")
+        if provider_of(model) is not None or model == "test":  # else an alias the files may declare: see below
+            check_model_string(model, where=given)
     files: list[Path] = []
     missing: list[Finding] = []
     for path in paths:
@@ -131,6 +133,9 @@ def _check(
         reused: dict[str, Entry] = {}
     else:
         run, reused = _incremental(files, new_run, wanted, cache)
+    if not isinstance(run, _Unchecked) and len(run.declared) == len(files):  # every file read: aliases known
+        for model in defaults:
+            check_model_string(model, where=given, aliases=run.model_aliases)
     findings = {(f.code, str(f.location), f.message): f for entry in reused.values() for f in entry.findings}
     findings.update(run.findings)
     findings.update({(f.code, str(f.location), f.message): f for f in missing})

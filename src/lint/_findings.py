@@ -107,7 +107,9 @@ the first; an entry after one without `when` is dead.
         "a cycle has no `max_visits` bound, or a workflow runs itself",
         """
 Every loop of steps needs a bound, so a run always ends: `max_visits: N` on one step of the cycle (the
-run fails with `max_visits_exceeded` if it is reached). Workflows cannot run each other in a circle.
+run fails with `max_visits_exceeded` if it is reached, or ends or goes on as `on_max_visits` says; an
+`on_max_visits: {to: STEP}` back inside the loop would never end it). Workflows cannot run each other
+in a circle.
 
     - id: revise
       route: [{to: review}]   # E118 Steps review -> revise -> review form a cycle with no bound. Add `max_visits: N`
@@ -315,11 +317,13 @@ string, an option that does not apply to the field's type, a default that does n
         "E104",
         "unknown-provider",
         E,
-        "a model string names no provider pydantic-ai knows",
+        "a model string names no provider pydantic-ai knows, or a model name no alias declares",
         """
-Checked against the installed pydantic-ai's provider list, without importing any provider SDK.
+Checked against the installed pydantic-ai's provider list, without importing any provider SDK. A
+name without a provider prefix must be a model alias (`models:`); an alias must stand for a model.
 
     model: opanai:gpt-4o    # E104 Unknown provider 'opanai'. Did you mean 'openai'?
+    model: fsat             # E104 Model 'fsat' ... is not a model alias. Did you mean 'fast'?
 """,
     ),
     _rule(
@@ -435,6 +439,44 @@ Formats are case-sensitive (`URI` is not `uri`); a regular expression belongs in
 
     {"type": "string", "format": "URI"}
     # W103 JSON Schema 'Link': `format` 'URI' at `/` is not one that is checked ... Did you mean 'uri'?
+""",
+    ),
+    # -- W11x: workflows that are valid but look wrong ---------------------------------------------------------
+    _rule(
+        "W110",
+        "unread-state-field",
+        W,
+        "a step writes state fields, and no step after it reads any of them",
+        """
+The values are computed (often paid for) and then never used: usually a prompt that forgot to read
+them. What the last steps write is taken as a result of the run and not reported.
+
+    - {id: fetch, call: "shop.orders:fetch_order", inputs: {order_id: "{{state.order_id}}"}, output: order}
+    - {id: reply, task: order_reply, inputs: {question: "{{state.question}}"}, output: reply}
+      # W110 Step 'fetch' writes `state.order`, but no step after it reads it
+""",
+    ),
+    _rule(
+        "W111",
+        "dropped-answer",
+        W,
+        "a step runs a task, sub-workflow or function and stores its answer nowhere",
+        """
+Without `output`, `outputs` or `collect` the answer is dropped once it is paid for. A function that
+returns nothing (`-> None`) is not reported.
+
+    - {id: summarize, task: summarize, inputs: {text: "{{state.text}}"}}   # W111 ... stores its answer nowhere
+""",
+    ),
+    _rule(
+        "W112",
+        "unread-input",
+        W,
+        "a run input is read by no step",
+        """
+The caller must give it (or it has a default), but no input, condition or `set` reads it.
+
+    state: [{name: text, type: str}, {name: locale, type: str}]   # W112 Run input `locale` is read by no step
 """,
     ),
     # -- W2xx: prompt and template quality --------------------------------------------------------------------
@@ -578,6 +620,20 @@ it (or forces it to false) only allows `{}`. Use a list of key/value objects ins
 
     fields:
       - {name: scores, type: "dict[str, int]"}   # P306
+""",
+    ),
+    _rule(
+        "P307",
+        "media-unsupported",
+        E,
+        "the model cannot take the template's images, documents or audio",
+        """
+A parameter typed `image`, `document` or `audio` is sent beside the instructions; a model whose
+pydantic-ai model class or profile cannot take that kind refuses the call before any request. (Which
+document types a model reads, such as PDFs but not Word files, is checked when the task runs.)
+
+    model: groq:llama-3.3-70b-versatile
+    params: {contract: document}   # P307 Parameter 'contract' is typed `document`, but model ... cannot take documents
 """,
     ),
 ]

@@ -118,6 +118,8 @@ def template_issues(compiled: CompiledTemplate) -> Iterator[tuple[str, str, str]
     in_instructions = {ph.param for ph in compiled.instruction_placeholders}
     in_system = {ph.param for ph in compiled.system_placeholders}
     for name, spec in template.params.items():
+        if name in compiled.media_params:  # an image, document or audio goes beside the text, never into it
+            continue
         if name not in in_instructions and name not in in_system:
             yield (
                 "W201",

@@ -23,9 +23,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from atomtask.lint._compat import Analyses, InlineAnalyses
 from atomtask.lint._findings import RULES, Finding
 from atomtask.lint._rules import output_json_schema
 from atomtask.loading._declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading._model_aliases import ModelAliasDef, ModelAliases
 from atomtask.loading._readers import read_file
 from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, SchemaDef
@@ -158,7 +160,7 @@ def class_location(cls: type[BaseModel], field: str | None) -> SourceLocation | 
     return SourceLocation(file=file, line=start)
 
 
-def template_problems(template: Template, models: ModelRegistry) -> list[UsageError]:
+def template_problems(template: Template, models: ModelRegistry, aliases: Collection[str] = ()) -> list[UsageError]:
     """The usage errors `compile_template` raises for each concern of `template`, in declaration order."""
     neutral: dict[str, Any] = {
         "params": {},
@@ -177,7 +179,7 @@ def template_problems(template: Template, models: ModelRegistry) -> list[UsageEr
     def attempt(**concern: Any) -> bool:
         variant = template.model_copy(update={**neutral, **concern})
         try:
-            compile_template(variant, models, tools=False)
+            compile_template(variant, models, tools=False, aliases=aliases)
         except UsageError as exc:
             problems.append(exc)
             return False
@@ -234,16 +236,26 @@ class WorkflowProblem:
     location: SourceLocation | None
 
 
+_SCHEMA_NAMED = re.compile(r"[Ss]chema (?:named )?'([^']+)'")
+
+
+def broken_schema_in(message: str, broken: Mapping[str, SourceLocation | None]) -> str | None:
+    """The declared-but-invalid schema a message calls unknown (`No schema named 'X'`, `Unknown schema 'X'`), if any."""
+    return next((name for name in _SCHEMA_NAMED.findall(message) if name in broken), None)
+
+
 def workflow_problems(
     workflows: Iterable[Workflow],
     templates: TemplateRegistry,
     models: ModelRegistry,
     broken_templates: Mapping[str, SourceLocation | None] | None = None,
+    broken_schemas: Mapping[str, SourceLocation | None] | None = None,
 ) -> list[WorkflowProblem]:
     """Every problem of `workflows` against the registered templates and schemas, in the order found.
 
-    `broken_templates` are the templates declared but not registered (their own errors are reported
-    where they are declared), by name, with where they are declared.
+    `broken_templates` and `broken_schemas` are the templates and schemas declared but not registered
+    (their own errors are reported where they are declared), by name, with where they are declared: a
+    workflow's problem that only says one of them is unknown says so instead.
     """
     found: list[WorkflowProblem] = []
     unique: dict[str, Workflow] = {}
@@ -258,14 +270,29 @@ def workflow_problems(
     registry = WorkflowRegistry(templates, models)
     for checked in registry.check_all(unique.values()):
         for error in checked.errors:
-            found.append(_problem(checked.workflow, error, broken_templates or {}))
+            found.append(_problem(checked.workflow, error, broken_templates or {}, broken_schemas or {}))
+        found.extend(
+            WorkflowProblem(code=w.code, message=w.message, location=w.location or checked.workflow.location)
+            for w in checked.warnings
+        )
     return found
 
 
 def _problem(
-    workflow: Workflow, error: WorkflowError, broken_templates: Mapping[str, SourceLocation | None]
+    workflow: Workflow,
+    error: WorkflowError,
+    broken_templates: Mapping[str, SourceLocation | None],
+    broken_schemas: Mapping[str, SourceLocation | None],
 ) -> WorkflowProblem:
     message = error.message
+    schema = broken_schema_in(message, broken_schemas)
+    if schema is not None:
+        declared = broken_schemas[schema]
+        at = f" at {declared}" if declared is not None else ""
+        message = (
+            f"Workflow {workflow.name!r} uses schema {schema!r}, which is declared{at} but invalid, so it is not "
+            "registered (its errors are reported there). Fix that declaration."
+        )
     if isinstance(error, WorkflowNameError) and error.step is not None:
         task = next((step.task for _, step in workflow.all_steps() if step.id == error.step), None)
         if task is not None and task in broken_templates:
@@ -295,8 +322,9 @@ class CheckRun:
         self.analyses: Analyses = analyses or InlineAnalyses()  # P3xx: here, or in a helper process
         self.models = ModelRegistry()
         register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
+        self.model_aliases = ModelAliases()
         # Tools are not resolved here: their modules are imported in a helper process (`check_tools`).
-        self.templates = TemplateRegistry(self.models, resolve_tools=False)
+        self.templates = TemplateRegistry(self.models, resolve_tools=False, model_aliases=self.model_aliases)
         self.with_tools: list[Template] = []  # templates that declare tools, checked by `check_tools`
         self.findings: dict[tuple[str, str, str], Finding] = {}
         self.schema_defs: dict[str, SchemaDef] = {}
@@ -352,6 +380,7 @@ class CheckRun:
             if file in self.declared:
                 declarations.extend(self.declared[file])
         self.broken_schemas.update(declarations.invalid_schemas)
+        self.declare_model_aliases(declarations.model_aliases)
         self.register_schema_sources(declarations)
         for code, message, location in json_schema_warnings(declarations.json_schemas, self.models):  # W102, W103
             self._for(location)
@@ -364,7 +393,10 @@ class CheckRun:
         self.check_tools()
         self.workflows.extend(declarations.workflows)
         if self.workflows:  # the workflow checks (and their imports) only for files that declare some
-            for problem in workflow_problems(self.workflows, self.templates, self.models, self.broken_templates):
+            found = workflow_problems(
+                self.workflows, self.templates, self.models, self.broken_templates, self.broken_schemas
+            )
+            for problem in found:
                 self.note(problem.code, problem.message, problem.location)  # across files: filed under none
         self.lint(wanted)
 
@@ -405,6 +437,10 @@ class CheckRun:
         for value in list(vars(module).values()):
             if isinstance(value, TaskSystem):
                 found += 1
+                try:  # the system's model aliases, so its templates' model names resolve
+                    self.model_aliases.add(value.model_aliases, where=f"the TaskSystem of {name!r}")
+                except UsageError as exc:
+                    self.add(exc.with_location(exc.location or SourceLocation(file=file)))
                 for schema in value.models.names():
                     if schema in self.models and self.models.get(schema) is value.models.get(schema):
                         continue  # a built-in every system has
@@ -432,6 +468,24 @@ class CheckRun:
             )
 
     # -- registration, through the library's own code --------------------------------------------------------
+
+    def declare_model_aliases(self, declared: Sequence[ModelAliasDef]) -> None:
+        """The files' model aliases, one at a time so every mistake is found (an alias may name a later one)."""
+        pending = list(declared)
+        while pending:
+            failed: list[tuple[ModelAliasDef, UsageError]] = []
+            for alias in pending:
+                try:
+                    self.model_aliases.declare([alias])
+                except UsageError as exc:
+                    failed.append((alias, exc))
+            if len(failed) == len(pending):  # no progress: what is left is wrong
+                for alias, problem in failed:
+                    self._for(alias.location)
+                    self.add(problem)
+                break
+            pending = [alias for alias, _ in failed]
+        self._file = None
 
     def register_schema_sources(self, declarations: Declarations) -> None:
         """JSON Schema and Python-class schemas, each on its own so every mistake is reported."""
@@ -517,7 +571,7 @@ class CheckRun:
             self.templates.register(template)
         except UsageError as exc:
             self.broken_templates.setdefault(template.name, template.location)
-            for problem in [exc, *template_problems(template, self.models)]:
+            for problem in [exc, *template_problems(template, self.models, self.model_aliases)]:
                 self.add_template_problem(template, problem)
 
     def check_tools(self) -> None:
@@ -536,9 +590,8 @@ class CheckRun:
 
     def add_template_problem(self, template: Template, problem: UsageError) -> None:
         """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
-        broken = [n for n in self.broken_schemas if f"schema {n!r}" in problem.message]
-        if isinstance(problem, SchemaError) and broken:
-            name = broken[0]
+        name = broken_schema_in(problem.message, self.broken_schemas)
+        if isinstance(problem, SchemaError) and name is not None:
             declared = self.broken_schemas[name]
             at = f" at {declared}" if declared is not None else ""
             message = (
@@ -572,6 +625,7 @@ class CheckRun:
                 if key not in requests:  # templates sharing a schema, model and mode share the analysis
                     requests[key] = self.analyses.submit(schemas[cls], model, compiled.output_mode.value)
                 analysed.append((compiled, requests[key]))
+        media = self._submit_media(compiled_all) if wanted("P307") else []
         described: dict[type[BaseModel], list[rules.SchemaIssue]] = {}
         for compiled in compiled_all:
             self._for(compiled.template.location)
@@ -593,7 +647,25 @@ class CheckRun:
                 else:
                     where = self._field_location(issue.owner, issue.field, compiled)
                 self.note(issue.code, issue.message, where)
+        for compiled, index in media:  # P307, at the parameter
+            template = compiled.template
+            self._for(template.location)
+            for issue in answers[index]:
+                self.note(
+                    issue.code, issue.message, template.location_of(f"params.{issue.field}") or self._locate(template)
+                )
         self._file = None
+
+    def _submit_media(self, compiled_all: list[CompiledTemplate]) -> list[tuple[CompiledTemplate, int]]:
+        """Ask, for each template's image, document and audio parameters, whether each of its models takes them."""
+        submitted: list[tuple[CompiledTemplate, int]] = []
+        for compiled in compiled_all:
+            if not compiled.media_params:
+                continue
+            params = [(name, kind) for name, kinds in compiled.media_params.items() for kind in kinds]
+            for model in self._models_of(compiled.template):
+                submitted.append((compiled, self.analyses.submit_media(model, params)))
+        return submitted
 
     def _template_warnings(self, compiled: CompiledTemplate) -> None:
         template = compiled.template
@@ -605,7 +677,9 @@ class CheckRun:
     def _models_of(self, template: Template) -> list[str]:
         declared = [template.model] if template.model else list(self.default_models)
         fallbacks = getattr(template, "fallbacks", None) or []
-        return [m for m in [*declared, *fallbacks] if isinstance(m, str)]
+        resolved = [self.model_aliases.resolve(m) for m in [*declared, *fallbacks] if isinstance(m, str)]
+        # A `Model` instance (from `--python`) is not analysed, nor a name no alias resolves (refused elsewhere).
+        return [m for m in resolved if isinstance(m, str) and (":" in m or m == "test")]
 
     # -- locations ----------------------------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-"""`Declarations`: the templates, schemas and workflows a reader got from a file, as every reader returns them."""
+"""`Declarations`: the templates, schemas, workflows and model aliases a reader got from a file."""
 
 from __future__ import annotations
 
 import attrs
 from atomtask.errors import DuplicateNameError, SourceLocation
+from atomtask.loading._model_aliases import ModelAliasDef
 from atomtask.schemas._declarations import JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.system._templates import Template
 from atomtask.system._workflows import Workflow
@@ -21,10 +22,11 @@ class Skipped:
 
 @attrs.frozen(kw_only=True)
 class Declarations:
-    """Templates, named schemas and workflows read from files, in file order.
+    """Templates, named schemas, workflows and model aliases read from files, in file order.
 
     `invalid_schemas` names the schemas a reader found declared but could not read (their errors are
-    the reader's); `skipped` lists what was read and deliberately not taken as a declaration.
+    the reader's); `skipped` lists what was read and deliberately not taken as a declaration;
+    `model_aliases` are the `models:` entries (registered before the templates that may name them).
     """
 
     templates: list[Template] = attrs.field(factory=list)
@@ -34,6 +36,7 @@ class Declarations:
     invalid_schemas: dict[str, SourceLocation | None] = attrs.field(factory=dict)
     skipped: list[Skipped] = attrs.field(factory=list)
     workflows: list[Workflow] = attrs.field(factory=list)
+    model_aliases: list[ModelAliasDef] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
@@ -44,6 +47,7 @@ class Declarations:
             self.invalid_schemas.setdefault(name, location)
         self.skipped.extend(other.skipped)
         self.workflows.extend(other.workflows)
+        self.model_aliases.extend(other.model_aliases)
 
 
 def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:

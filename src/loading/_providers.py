@@ -8,6 +8,10 @@ pydantic-ai's `ModelSettings`, for a template's `model_settings` at registration
 `model_settings=` of a call or a `TaskSystem`: an unknown key gets "did you mean", a value of the
 wrong type names the type expected. pydantic-ai is imported only when there are settings to check.
 `check_options` checks the keyword arguments of a call or a run into one `CallOptions`.
+
+A name without a provider prefix passes only as one of the model aliases the caller gives (`aliases=`,
+`TaskSystem.model_aliases`), else "did you mean" names the near aliases; an unknown provider gets the
+few nearest providers (never all ~50: `atomtask list --providers` lists them).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import contextlib
 import functools
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from atomtask.errors import ConfigurationError, SourceLocation, UsageError, did_you_mean, near_names
@@ -127,12 +131,16 @@ def provider_of(model: str) -> str | None:
     return model.split(":", 1)[0] if ":" in model else None
 
 
-def check_model_string(model: str, *, where: str, location: SourceLocation | None = None) -> None:
-    """Raise `ConfigurationError` unless `model` names a provider pydantic-ai knows.
+def check_model_string(
+    model: str, *, where: str, location: SourceLocation | None = None, aliases: Collection[str] = ()
+) -> None:
+    """Raise `ConfigurationError` unless `model` is a model alias or names a provider pydantic-ai knows.
 
-    `where` says whose model string it is, for the message (e.g. "template 'extract'").
+    `where` says whose model string it is, for the message (e.g. "template 'extract'"); `aliases` are
+    the names a model may be given by (`TaskSystem.model_aliases`): a name without a provider prefix
+    must be one of them, and an unknown one gets "did you mean" over them and the providers.
     """
-    if model in ("test",):
+    if model in aliases or model == "test":
         return
     provider = provider_of(model)
     if provider == ATOMTASK_PROVIDER:
@@ -147,21 +155,57 @@ def check_model_string(model: str, *, where: str, location: SourceLocation | Non
         )
     providers = known_providers()
     if provider is None:
-        raise ConfigurationError(
-            f"Model {model!r} in {where} has no provider prefix; write it as `provider:model-name`, "
-            "for example `openai-chat:gpt-4o-mini` or `anthropic:claude-sonnet-4-5` (or `atomtask:synthetic`, "
-            "the offline model).",
-            location=location,
-        )
+        raise _unknown_name(model, where, location, aliases, providers)
     bare = provider.removeprefix("gateway/")
     if bare in providers or provider in providers:
         return
-    raise ConfigurationError(
-        f"Unknown provider {provider!r} in model {model!r} in {where}."
-        f"{did_you_mean(provider, providers)} Known providers: {', '.join(sorted(providers))}.",
-        location=location,
-        suggestions=near_names(provider, providers),
+    close = near_names(provider, _suggestable(provider, providers))
+    listed = (
+        f"Did you mean {' or '.join(repr(name) for name in close)}?"
+        if close
+        else f"Common providers: {', '.join(p for p in _COMMON_PROVIDERS if p in providers)}."
     )
+    raise ConfigurationError(
+        f"Unknown provider {provider!r} in model {model!r} in {where}. {listed} `atomtask list --providers` "
+        f"lists all {len(providers)} that the installed pydantic-ai knows.",
+        location=location,
+        suggestions=close,
+    )
+
+
+# Named when nothing is close to an unknown provider, in this order.
+_COMMON_PROVIDERS = ("openai-chat", "openai", "anthropic", "google", "ollama", "groq", "mistral")
+
+
+def _suggestable(typed: str, providers: frozenset[str]) -> list[str]:
+    """The providers to suggest for `typed`: the `gateway/` ones only to a name that says `gateway`."""
+    return [p for p in providers if "gateway" in typed or not p.startswith("gateway/")]
+
+
+def _unknown_name(
+    model: str, where: str, location: SourceLocation | None, aliases: Collection[str], providers: frozenset[str]
+) -> ConfigurationError:
+    """The error for a name with no provider prefix that is not an alias: near aliases, or `provider:` forms."""
+    names = sorted(name for name in aliases if ":" not in name)
+    close = near_names(model, names)
+    # `anthropic` for `anthropic:<model>`, the model name left out.
+    prefixes = [f"{name}:" for name in near_names(model, _suggestable(model, providers), n=2)]
+    hints = [repr(name) for name in close] + [f"`{prefix}<model-name>`" for prefix in prefixes]
+    hint = f" Did you mean {' or '.join(hints)}?" if hints else ""
+    if names:
+        message = (
+            f"Model {model!r} in {where} has no provider prefix and is not a model alias.{hint} Model aliases: "
+            f"{', '.join(names)}. A model string is written `provider:model-name`, for example "
+            "`openai-chat:gpt-4o-mini`."
+        )
+    else:
+        message = (
+            f"Model {model!r} in {where} has no provider prefix and no model alias is declared.{hint} Write it as "
+            "`provider:model-name`, for example `openai-chat:gpt-4o-mini` or `anthropic:claude-sonnet-4-5` (or "
+            "`atomtask:synthetic`, the offline model), or declare the name as a model alias (`models: {"
+            f'{model}: "openai-chat:gpt-4o-mini"}}` in a declaration file, or `TaskSystem(model_aliases=...)`).'
+        )
+    return ConfigurationError(message, location=location, suggestions=[*close, *prefixes])
 
 
 def check_model_settings(
@@ -261,19 +305,21 @@ def check_options(
     model_settings: Mapping[str, Any] | None = None,
     cache: CacheChoice = None,
     where: str = "this call",
+    aliases: Collection[str] = (),
 ) -> CallOptions:
     """The keyword arguments of a call (or a run) checked into one `CallOptions`; `NO_OPTIONS` when all are None.
 
     A bad value raises `ConfigurationError` naming the argument, `where` it was given and the fix: an unknown
     provider, a negative `retries=`, a limit that is not a positive number, an unknown repair mode, an
-    unknown or mistyped model setting, a `cache=` that is not a cache setting.
+    unknown or mistyped model setting, a `cache=` that is not a cache setting. A `model=` may be one of
+    `aliases` (`TaskSystem.model_aliases`), kept as given: the handler resolves it for each call.
     """
     # The usual call asks nothing (checked on every `execute`): plain tests, no allocation.
     nothing_asked = model is None and retries is None and limits is None and repair is None
     if nothing_asked and model_settings is None and cache is None:
         return NO_OPTIONS
     if isinstance(model, str):
-        check_model_string(model, where=f"`model=` of {where}")
+        check_model_string(model, where=f"`model=` of {where}", aliases=aliases)
     if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
         raise ConfigurationError(f"Invalid `retries=` for {where}: {retries!r}. Pass a whole number, 0 or more.")
     checked_limits = limits

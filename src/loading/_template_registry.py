@@ -5,7 +5,8 @@ usage error pointing at the template's source: undeclared placeholders, unknown 
 strings, unknown providers, defaults that do not fit their type, unknown or mistyped model settings.
 What is suspicious but valid (a `{param}` written with single braces, sent to the model as written)
 is logged as a warning (`single_brace_placeholder`). A checked template is a `CompiledTemplate`: the
-output class, the input validator and the placeholders of each text.
+output class, the input validator, the placeholders of each text, and its `image`, `document` and
+`audio` parameters (`system._media`: sent beside the text, so never a placeholder).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, NotRequired, Required
 
 import attrs
@@ -28,11 +29,14 @@ from atomtask.errors import (
     TemplateNotFoundError,
     UsageError,
     did_you_mean,
+    near_names,
 )
+from atomtask.loading._model_aliases import ModelAliases
 from atomtask.loading._providers import check_model_settings, check_model_string
 from atomtask.loading._tools import ResolvedTools, resolve_tools
 from atomtask.schemas import _type_strings as type_strings
 from atomtask.schemas._model_registry import ModelRegistry
+from atomtask.system._media import MEDIA_ANNOTATIONS, MEDIA_KINDS
 from atomtask.system._templates import OutputMode, Placeholder, Template, find_placeholders
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -72,26 +76,33 @@ class CompiledTemplate:
     required_inputs: frozenset[str] = frozenset()
     # What the model may call (None: no tools, or not resolved: `atomtask check` resolves them elsewhere).
     tools: ResolvedTools | None = None
+    # The parameters typed `image`, `document` or `audio` (also in a list or optional), with their kinds: their
+    # values go to the model beside the instructions (`system._media`), in this order.
+    media_params: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def name(self) -> str:
         return self.template.name
 
 
-def compile_template(template: Template, models: ModelRegistry, *, tools: bool = True) -> CompiledTemplate:
-    """Check `template` against `models` and the known providers; raise a usage error on any mistake.
+def compile_template(
+    template: Template, models: ModelRegistry, *, tools: bool = True, aliases: Collection[str] = ()
+) -> CompiledTemplate:
+    """Check `template` against `models`, the providers and the model `aliases`; raise a usage error on any mistake.
 
     `tools=False` leaves the template's tools unresolved (their modules are not imported).
     """
     where = f"template {template.name!r}"
     if template.model is not None:
-        check_model_string(template.model, where=where, location=template.location_of("model"))
+        check_model_string(template.model, where=where, location=template.location_of("model"), aliases=aliases)
     for fallback in template.fallbacks:
-        check_model_string(fallback, where=f"the `fallbacks` of {where}", location=template.location_of("fallbacks"))
+        where_fallback = f"the `fallbacks` of {where}"
+        check_model_string(fallback, where=where_fallback, location=template.location_of("fallbacks"), aliases=aliases)
     annotations = {name: _param_annotation(template, name, spec.type, models) for name, spec in template.params.items()}
+    media = _media_params(template)
     defaults = _check_defaults(template, annotations)
-    system_ph = _check_placeholders(template, "system", annotations) if template.system else []
-    instr_ph = _check_placeholders(template, "instructions", annotations)
+    system_ph = _check_placeholders(template, "system", annotations, media) if template.system else []
+    instr_ph = _check_placeholders(template, "instructions", annotations, media)
     output_cls = _resolve_output(template, models)
     settings = None
     if template.model_settings is not None:
@@ -117,6 +128,7 @@ def compile_template(template: Template, models: ModelRegistry, *, tools: bool =
         plain_inputs=dict(annotations) if all(a in _PLAIN_TYPES for a in annotations.values()) else None,
         required_inputs=frozenset(name for name, spec in template.params.items() if spec.required),
         tools=resolved_tools,
+        media_params=media,
     )
 
 
@@ -173,8 +185,33 @@ def _param_annotation(template: Template, name: str, type_text: str, models: Mod
         raise _prefixed(exc, f"In parameter {name!r} of template {template.name!r}: ", location) from None
 
 
-def _resolve_schema_ref(ref: str, models: ModelRegistry) -> type[BaseModel]:
-    return models.get(ref)
+def _resolve_schema_ref(ref: str, models: ModelRegistry) -> Any:
+    # `image`, `document` and `audio` are parameter types (sent beside the instructions), before any schema name.
+    media = MEDIA_ANNOTATIONS.get(ref)
+    if media is not None:
+        return media
+    try:
+        return models.get(ref)
+    except SchemaError as exc:
+        near = near_names(ref, MEDIA_KINDS, n=1)
+        if not near:
+            raise
+        raise SchemaError(
+            f"{exc.message} Did you mean {near[0]!r} (a file sent beside the instructions)?",
+            location=exc.location,
+            suggestions=[near[0], *exc.suggestions],
+        ) from None
+
+
+def _media_params(template: Template) -> dict[str, tuple[str, ...]]:
+    """Each parameter whose type names `image`, `document` or `audio`, with those kinds (types already parsed)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for name, spec in template.params.items():
+        names = type_strings.referenced_names(type_strings.parse_type(spec.type))
+        kinds = tuple(kind for kind in MEDIA_KINDS if kind in names)
+        if kinds:
+            found[name] = kinds
+    return found
 
 
 def _prefixed(exc: UsageError, prefix: str, location: SourceLocation | None) -> UsageError:
@@ -210,7 +247,9 @@ def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
-def _check_placeholders(template: Template, field: str, annotations: Mapping[str, Any]) -> list[Placeholder]:
+def _check_placeholders(
+    template: Template, field: str, annotations: Mapping[str, Any], media: Mapping[str, tuple[str, ...]]
+) -> list[Placeholder]:
     text: str = getattr(template, field)
 
     def where(offset: int) -> SourceLocation | None:
@@ -231,6 +270,15 @@ def _check_placeholders(template: Template, field: str, annotations: Mapping[str
                 f"Placeholder {ph.text!r} in the {field} of template {template.name!r} is not a declared "
                 f"parameter.{did_you_mean(ph.param, annotations)} Declared parameters: {declared}. "
                 f"Declare it under `params` or fix the name.",
+                location=where(ph.start),
+            )
+        if ph.param in media:
+            kinds = " or ".join(media[ph.param])
+            raise TemplateError(
+                f"Placeholder {ph.text!r} in the {field} of template {template.name!r} names parameter "
+                f"{ph.param!r}, which is {kinds}: the model receives it beside the instructions, not inside "
+                "them. Remove the placeholder and refer to it in words (media parameters are sent in the order "
+                "they are declared).",
                 location=where(ph.start),
             )
         _check_field_path(template, ph, annotations[ph.param], where(ph.start))
@@ -370,15 +418,19 @@ class TemplateRegistry(Registry[CompiledTemplate]):
     kind = "template"
     unknown = TemplateNotFoundError
 
-    def __init__(self, models: ModelRegistry, *, resolve_tools: bool = True) -> None:
+    def __init__(
+        self, models: ModelRegistry, *, resolve_tools: bool = True, model_aliases: ModelAliases | None = None
+    ) -> None:
         super().__init__()
         self._models = models
+        #: The names templates may give their `model` and `fallbacks` (`TaskSystem.model_aliases`).
+        self.model_aliases = model_aliases if model_aliases is not None else ModelAliases()
         #: Import and check each template's function tools (`atomtask check` does that in a helper process).
         self.resolve_tools = resolve_tools
 
     def register(self, template: Template, *, replace: bool = False) -> Template:
         """Check and register `template`; returns it. Re-registering an identical template is a no-op."""
-        compiled = compile_template(template, self._models, tools=self.resolve_tools)
+        compiled = compile_template(template, self._models, tools=self.resolve_tools, aliases=self.model_aliases)
         with self._lock:
             existing = self._entries.get(template.name)
             if existing is not None and not replace:

@@ -155,15 +155,8 @@ def _import(template: Template, reference: str, importable: Sequence[str], locat
             where=_where(template),
         )
     except SchemaError as exc:
-        message = exc.message
-        if "is not in the importable packages" in message:
-            package = reference.partition(":")[0].split(".")[0]
-            message += (
-                f" On the command line: `--allow-import {package}` or `ATOMTASK_IMPORTABLE={package}` "
-                "(comma-separated packages)."
-            )
         raise ToolDeclarationError(
-            message, code="E130", tool=reference, location=location, suggestions=exc.suggestions
+            exc.message, code="E130", tool=reference, location=location, suggestions=exc.suggestions
         ) from None
 
 

@@ -2,7 +2,8 @@
 
 `yaml_documents` turns YAML text into Python data whose mappings know their file, line and column
 (libyaml's composer with a direct builder; the pure-Python loader is the reference for errors and
-unusual documents); pydantic's errors become located usage errors; a mapping with `steps` is a workflow.
+unusual documents); pydantic's errors become located usage errors; a mapping with `steps` is a workflow;
+a document of `templates`, `schemas`, `workflows` and `models` (model aliases) holds several.
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ from typing import Any
 
 import attrs
 import yaml
-from atomtask.errors import SchemaError, SourceLocation, TemplateError, UsageError, WorkflowDeclarationError
+from atomtask.errors import (
+    ConfigurationError,
+    SchemaError,
+    SourceLocation,
+    TemplateError,
+    UsageError,
+    WorkflowDeclarationError,
+)
 from atomtask.loading._declarations import Declarations
+from atomtask.loading._model_aliases import ModelAliasDef
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.schemas._sources import MAX_NESTING, too_deep
 from atomtask.system._templates import TOOL_TAGS, McpServerSpec, McpToolSpec, Template, TemplateLimits, TextOrigin
@@ -483,7 +492,12 @@ def _declarations(doc: Any, loader: YamlLoader, file: str, errors: list[UsageErr
             f"Expected a template, schema or workflow mapping, got {type(doc).__name__}.", location=location
         )
         return _failed([error], errors)
-    if set(doc) <= {"templates", "schemas", "workflows"} and doc:
+    if set(doc) <= {"templates", "schemas", "workflows", "models"} and doc:
+        if "models" in doc:  # model aliases: `models: {fast: "openai-chat:gpt-4o-mini"}`
+            try:
+                out.model_aliases.extend(_model_aliases(doc["models"], loader, _key_loc(node, "models", location)))
+            except UsageError as exc:
+                out.extend(_failed([exc], errors))
         for key in ("schemas", "templates", "workflows"):
             items = doc.get(key) or []
             if not isinstance(items, list):
@@ -519,6 +533,29 @@ def _declarations(doc: Any, loader: YamlLoader, file: str, errors: list[UsageErr
             failed.invalid_schemas[name] = location  # so a template using it is told it is invalid, not unknown
         return failed
     return out
+
+
+def _model_aliases(value: Any, loader: YamlLoader, location: SourceLocation | None) -> list[ModelAliasDef]:
+    """The `models:` mapping of a document: each alias with its target, located where the target is written."""
+    node = loader.nodes.get(id(value)) if isinstance(value, dict) else None
+    if not isinstance(value, dict) or node is None:
+        raise ConfigurationError(
+            '`models:` must map names to model strings, such as `models: {fast: "openai-chat:gpt-4o-mini"}`; got '
+            f"{type(value).__name__}.",
+            location=location,
+        )
+    aliases = []
+    for name, target in value.items():
+        where = node.keys.get(str(name), node.start)
+        if not isinstance(name, str) or not isinstance(target, str):
+            raise ConfigurationError(
+                f"Model alias `{name}: {target}` must map a name to a model string "
+                f'(`fast: "openai-chat:gpt-4o-mini"`) or to another alias\'s name; got '
+                f"{type(name).__name__}: {type(target).__name__}.",
+                location=where,
+            )
+        aliases.append(ModelAliasDef(name=name, target=target, location=where))
+    return aliases
 
 
 def _failed(problems: list[UsageError], errors: list[UsageError] | None) -> Declarations:

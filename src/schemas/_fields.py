@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keyword
 import math
+import re
 import threading
 import typing
 import weakref
@@ -197,9 +198,11 @@ def _check_field(spec: FieldDef, schema: str, where: SourceLocation | None) -> C
     name = spec.name
     if not name.isidentifier() or name.startswith("_"):
         why = "starts with '_', which Pydantic treats as private" if name.startswith("_") else "is not an identifier"
+        fixed = re.sub(r"\W", "_", name).lstrip("_")
+        example = fixed if fixed.isidentifier() and fixed != name else "first_name"
         raise SchemaError(
             f"Field name {name!r} in schema {schema!r} {why}; use letters, digits and underscores, "
-            "starting with a letter (e.g. 'first_name').",
+            f"starting with a letter (e.g. {example!r}).",
             location=where,
         )
     if hasattr(BaseModel, name):

@@ -220,7 +220,9 @@ def _import_module(
         raise SchemaError(
             f"{where[0].upper() + where[1:]} names the Python {what} {path!r}, but module {module_name!r} is not in "
             f"the importable packages ({listed}). A declaration file may not import arbitrary modules; if you trust "
-            f"it, allow its package in Python: `TaskSystem(importable=[{module_name.split('.')[0]!r}])`.",
+            f"it, allow its package in Python: `TaskSystem(importable=[{module_name.split('.')[0]!r}])`; on the "
+            f"command line: `--allow-import {module_name.split('.')[0]}` or "
+            f"`ATOMTASK_IMPORTABLE={module_name.split('.')[0]}` (comma-separated packages).",
             location=location,
         )
     try:

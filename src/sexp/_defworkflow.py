@@ -35,7 +35,10 @@ a schema, a field may say `(redact true)`; `(migrations (migration (from "1.0") 
 (on_timeout reject))`; a code step is `(step fetch (call "myshop.orders:fetch_order") (inputs (order_id
 "{{state.order_id}}")) (output order) (retries 2) (timeout "30s"))`; `(route ...)` lists routes, each
 `((when "expr") (to step))` or a bare target; `(on_failure stop)`, `(on_failure continue)`,
-`(on_failure (retry_with "model" ...) (to step))`; `(parallel (step ...) ...)`. Expressions (`when`,
+`(on_failure (retry_with "model" ...) (to step))`; `(parallel (step ...) ...)`. A state field may say
+`(input true)`; a step that only computes has just `(set ...)`; `(fail not_found)` or `(fail (reason
+not_found) (message "No order {{state.id}}"))` ends the run failed; `(max_visits 3) (on_max_visits
+end)` (or `fail`, or `(to step)`) ends a loop at its bound. Expressions (`when`,
 `set`, `for_each`) are strings (a symbol such as `state.done` is read as its text). An input value is
 a literal (string, number, `true`, `false`, `nil`, or a list of these); `"{{state.x}}"` passes a state
 field. Each part remembers its line and column, so every check of the workflow registry (E110-E124)
@@ -74,7 +77,7 @@ WORKFLOW_CLAUSES = (
 STEP_CLAUSES = (
     "task", "workflow", "call", "parallel", "inputs", "outputs", "output", "set", "when", "route", "max_visits",
     "for_each", "as", "concurrency", "collect", "on_failure", "model", "model_settings", "retries", "limits", "repair",
-    "type", "message", "timeout", "on_timeout",
+    "type", "message", "timeout", "on_timeout", "on_max_visits", "fail",
 )  # fmt: skip
 #: The clauses of a `(migration ...)` form: the keys of a YAML migration.
 MIGRATION_CLAUSES = ("from", "to", "rename", "drop", "set", "convert", "call", "resume_at")
@@ -184,7 +187,7 @@ class _Reader:
             )
         fields = []
         for index, node in enumerate(rest):
-            name, options = spec(node, (*FIELD_OPTIONS, "redact"), f"the state of {self.label}", _Error)
+            name, options = spec(node, (*FIELD_OPTIONS, "redact", "input"), f"the state of {self.label}", _Error)
             fields.append({"name": name, **options})
             assert isinstance(node, SList)  # spec refused anything else
             self.origins[f"state.fields.{index}"] = node.location
@@ -229,6 +232,8 @@ class _Reader:
                 data[key] = [self.route(entry, f"{where}.{i}", label) for i, entry in enumerate(args)]
             elif key == "on_failure":
                 data[key] = self.on_failure(args, clause, where, label)
+            elif key in ("on_max_visits", "fail"):
+                data[key] = self.choice(key, args, clause, where, label)
             elif key in _EXPRESSIONS:
                 value = single(args, clause, label, _Error)
                 self.note(where, value)
@@ -297,6 +302,23 @@ class _Reader:
             else:
                 escalation[key] = self.name_of(single(values, entry, label, _Error), key, label)
         return escalation
+
+    def choice(self, key: str, args: Sequence[Node], clause: SList, path: str, label: str) -> Any:
+        """`(on_max_visits end)`, `(on_max_visits (to step))`; `(fail name)`, `(fail (reason r) (message "..."))`."""
+        if len(args) == 1 and not isinstance(args[0], SList):
+            self.note(path, args[0])
+            return self.name_of(args[0], key, label)
+        keys = ("to", "then") if key == "on_max_visits" else ("reason", "message")
+        found: dict[str, Any] = {}
+        for name, entry in entries(args, keys, f"`{key}` of {label}", _Error).items():
+            value = single(entry.items[1:], entry, label, _Error)
+            self.note(f"{path}.{name}", value)
+            found[name] = (
+                value.value if name == "message" and isinstance(value, Literal) else self.name_of(value, name, label)
+            )
+        if not found:
+            raise _Error(f"`({key} ...)` in {label} is empty.", location=clause.location)
+        return found
 
     def pairs(
         self, args: Sequence[Node], path: str, label: str, key: str, read: Callable[[Node], Any]

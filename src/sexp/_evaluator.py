@@ -7,7 +7,8 @@ The language is small on purpose:
   `(let ((name expr) ...) body...)` (bindings in order, each sees the previous), `(progn form...)`,
   `(and form...)`, `(or form...)` (short-circuit, value of the last form evaluated),
   `(defatom name clause...)`, `(defschema Name field...)`, `(defworkflow name clause...)`
-  (registered with the host's `register_workflow`);
+  (registered with the host's `register_workflow`), `(defmodels (fast "openai-chat:gpt-4o-mini") ...)`
+  (model aliases, as YAML's `models:`);
 - control forms:
 
       (define name value)              (define (name param...) body...)
@@ -62,6 +63,7 @@ from atomtask.sexp._builtins import (
     truthy,
     value_name,
 )
+from atomtask.sexp._defmodels import model_aliases_from_form
 from atomtask.sexp._defworkflow import workflow_from_form
 from atomtask.sexp._forms import clauses, datum, describe, schema_from_form, single, template_from_form
 from atomtask.sexp._reader import Literal, Node, SList, Symbol, read
@@ -435,7 +437,7 @@ BUILTINS: dict[str, Builtin] = {**CORE_BUILTINS, **OPERATORS}
 
 #: The special forms (their arguments are not evaluated first).
 SPECIAL_FORMS: tuple[str, ...] = (
-    "quote", "if", "let", "progn", "and", "or", "defatom", "defschema", "defworkflow", *CONTROL_FORMS,
+    "quote", "if", "let", "progn", "and", "or", "defatom", "defschema", "defworkflow", "defmodels", *CONTROL_FORMS,
     "director-evaluator",
 )  # fmt: skip
 
@@ -522,6 +524,7 @@ class Interpreter:
             "or": self._or,
             "defatom": self._defatom,
             "defschema": self._defschema,
+            "defmodels": self._defmodels,
         }
 
     def evaluate(self, source: str, *, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> Any:
@@ -679,6 +682,11 @@ class Interpreter:
         schema = schema_from_form(form)
         self.system.register_declarations(Declarations(schemas=[schema]))
         return schema.name
+
+    def _defmodels(self, form: SList, env: Environment) -> list[str]:
+        aliases = model_aliases_from_form(form)
+        self.system.register_declarations(Declarations(model_aliases=aliases))
+        return [alias.name for alias in aliases]
 
 
 def declared_template(form: SList) -> Template:

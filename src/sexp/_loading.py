@@ -25,7 +25,7 @@ SEXP_SUFFIX = ".sexp"
 
 
 def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
-    """The `defschema`, `defatom` and `defworkflow` forms of a `.sexp` file as `Declarations` (the file reader).
+    """The `defschema`, `defatom`, `defworkflow` and `defmodels` forms of a `.sexp` file as `Declarations` (the reader).
 
     Only top-level declarations are read; the file's other forms are its script, which loading never
     runs. A bad declaration is noted in `errors` and reading goes on; unreadable source (not UTF-8, a
@@ -33,6 +33,7 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
     """
     from atomtask.errors import SexpSyntaxError, UsageError
     from atomtask.loading._declarations import Declarations
+    from atomtask.sexp._defmodels import model_aliases_from_form
     from atomtask.sexp._defworkflow import workflow_from_form
     from atomtask.sexp._evaluator import declared_template
     from atomtask.sexp._forms import schema_from_form
@@ -49,6 +50,8 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
                 out.schemas.append(schema_from_form(form))
             elif form.head == "defworkflow":
                 out.workflows.append(workflow_from_form(form))
+            elif form.head == "defmodels":
+                out.model_aliases.extend(model_aliases_from_form(form))
         except UsageError as exc:
             errors.append(exc)
             name = form.items[1] if len(form.items) > 1 else None

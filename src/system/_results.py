@@ -19,6 +19,7 @@ __all__ = [
     "BatchItemResult",
     "Coercion",
     "FailureReason",
+    "MediaNote",
     "StepStatus",
     "StepVisit",
     "TaskError",
@@ -47,7 +48,8 @@ class FailureReason(StrEnum):
     retry: `details` name the tool and the exception's type); a workflow run also for the next four
     (`step_failed`: a step's task
     or sub-workflow failed, and its `details` say why) and `code_error` (a code step's function raised or
-    timed out: `details` name the function and the exception's type); a batch item for any of them, or
+    timed out: `details` name the function and the exception's type) and `failed_by_step` (a step with
+    `fail:` ended the run on purpose: `details.name` is the reason it declares); a batch item for any of them, or
     `cancelled` (taken off the queue before it ran, when a DBOS batch stopped).
     """
 
@@ -65,6 +67,7 @@ class FailureReason(StrEnum):
     CANCELLED = "cancelled"
     TOOL_ERROR = "tool_error"
     CODE_ERROR = "code_error"
+    FAILED_BY_STEP = "failed_by_step"
 
 
 class TaskError(BaseModel):
@@ -174,12 +177,29 @@ class Attempt(BaseModel):
         return not self.errors and self.fault is None
 
 
+class MediaNote(BaseModel):
+    """An image, document or audio value a task sent the model: what it was, never its bytes.
+
+    `param` names the parameter (`photos[1]` for an item of a list); `size` and `sha256` are the bytes'
+    (None for a URL, which is sent as it is); `source` is the file's name or the URL without its query.
+    """
+
+    param: str
+    kind: str
+    media_type: str | None = None
+    size: int | None = None
+    sha256: str | None = None
+    source: str | None = None
+
+
 class TaskNotes(BaseModel):
     """Everything known about a run, kept whether it succeeded or not."""
 
     template: str
     model: str | None = None
     model_source: str | None = None
+    model_alias: str | None = None
+    """The model alias `model` was named by (`fast`), when it was one; `model` is the model it stands for."""
     output_mode: str | None = None
     duration_ms: float = 0.0
     usage: UsageNotes = Field(default_factory=UsageNotes)
@@ -190,6 +210,8 @@ class TaskNotes(BaseModel):
     """True when the answer came from the response cache (no model was called: usage is zero)."""
     cache_key: str | None = None
     """The response cache key the answer was served from or stored under; None when the cache was off."""
+    media: list[MediaNote] = Field(default_factory=list, exclude_if=lambda media: not media)
+    """The images, documents and audio sent beside the prompt, in order: media type, size, hash (never the bytes)."""
 
 
 class TaskResult(BaseModel, Generic[T]):
@@ -327,6 +349,7 @@ class BatchItemResult(BaseModel):
         usage: tokens, requests and cost the item spent when it ran (kept by the record).
         attempts: how many model answers and provider faults the item went through.
         tool_calls: every tool call its tasks made, in order (in the JSON line only when there are some).
+        media: the images, documents and audio a template's item sent, never their bytes (only when there are some).
         index: the item's 0-based position in the input (not written to the JSON line).
         resumed: True when the result was read from the durable record, not run now (not written either).
     """
@@ -338,6 +361,7 @@ class BatchItemResult(BaseModel):
     usage: UsageNotes = Field(default_factory=UsageNotes)
     attempts: int = 0
     tool_calls: list[ToolCall] = Field(default_factory=list, exclude_if=lambda calls: not calls)
+    media: list[MediaNote] = Field(default_factory=list, exclude_if=lambda media: not media)
     index: int = Field(default=0, exclude=True)
     resumed: bool = Field(default=False, exclude=True)
 

@@ -616,7 +616,9 @@ class Template(BaseModel):
     def _param_names(cls, value: dict[str, ParamSpec]) -> dict[str, ParamSpec]:
         for name in value:
             if not re.fullmatch(_IDENT, name):
-                raise ValueError(f"parameter name {name!r} is not an identifier (letters, digits and `_`)")
+                fixed = re.sub(r"\W", "_", name)
+                fix = f"; write {fixed!r} (and `{{{{{fixed}}}}}` in the text)" if re.fullmatch(_IDENT, fixed) else ""
+                raise ValueError(f"parameter name {name!r} is not an identifier (letters, digits and `_`){fix}")
         return value
 
     @property

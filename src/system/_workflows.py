@@ -20,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 __all__ = [
     "END",
     "ApprovalDecision",
+    "FailEnd",
     "Migration",
     "NodeLocator",
     "OnFailure",
+    "OnMaxVisits",
     "Route",
     "Step",
     "Workflow",
@@ -234,7 +236,7 @@ _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RUN_KEYS = ("inputs", "outputs", "output", "model", "retries", "limits", "model_settings", "repair", "set_")
 # Keys of a step that runs something, which an approval step (it waits for a person) does not take.
 _NOT_APPROVAL = (
-    "inputs", "outputs", "model", "retries", "limits", "model_settings", "repair", "for_each", "on_failure",
+    "inputs", "outputs", "model", "retries", "limits", "model_settings", "repair", "for_each", "on_failure", "fail",
 )  # fmt: skip
 _APPROVAL_KEYS = ("message", "timeout", "on_timeout")
 _NUMBER = r"(\d+(?:\.\d+)?)"
@@ -276,12 +278,20 @@ class ApprovalDecision(BaseModel):
 
 
 class Route(BaseModel):
-    """One way out of a step: go `to` a step id (or `end`) when `when` is true (always, without `when`)."""
+    """One way out of a step: go `to` a step id (or `end`) when `when` is true (always, without `when`).
+
+    In YAML a bare step id is short for `{to: STEP}`: `route: [{when: "...", to: revise}, end]`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     when: str | None = None
     to: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"to": value} if isinstance(value, str) else value
 
 
 class OnFailure(BaseModel):
@@ -323,6 +333,68 @@ class OnFailure(BaseModel):
         return "to" if self.to is not None else self.then
 
 
+class OnMaxVisits(BaseModel):
+    """What happens when a step is reached once more than its `max_visits`.
+
+    In YAML: `fail` (the default: the run fails with `max_visits_exceeded`), `end` (the run ends
+    normally, as a `loop max N` does), or `{to: STEP}` (go on at a step after the loop, without running
+    this one). The step is not run again in any case.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    to: str | None = None
+    then: Literal["fail", "end"] = "fail"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value not in ("fail", "end"):
+                raise ValueError(f"`on_max_visits` is `fail`, `end` or `{{to: STEP}}`, not {value!r}")
+            return {"then": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_exit(self) -> OnMaxVisits:
+        if self.to is not None and "then" in self.model_fields_set:
+            raise ValueError("`on_max_visits` has both `to` and `then`; keep one")
+        return self
+
+    @property
+    def action(self) -> Literal["fail", "end", "to"]:
+        """`fail`, `end`, or `to` (go on at step `to`; `to: end` ends the run)."""
+        if self.to == END:
+            return "end"
+        return "to" if self.to is not None else self.then
+
+
+class FailEnd(BaseModel):
+    """A step that ends the run FAILED on purpose: `fail: {reason: NAME, message: "..."}`.
+
+    The run's error has the reason `failed_by_step`, the step's id, the rendered `message` (placeholders
+    such as `{{state.x}}` are filled from the state) and `details.name`, the `reason` written here (an
+    identifier the caller can branch on). In YAML `fail: NAME` is short for `fail: {reason: NAME}`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reason: str
+    message: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"reason": value} if isinstance(value, str) else value
+
+    @field_validator("reason")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENT_RE.match(value):
+            raise ValueError(f"`fail.reason` is a name such as `not_found` (letters, digits, `_`), not {value!r}")
+        return value
+
+
 class Step(BaseModel):
     """One step of a workflow.
 
@@ -342,6 +414,12 @@ class Step(BaseModel):
     `inputs` bind its parameters, its return value is the answer; the function is imported from the
     `importable` packages only. On a code step `retries` re-runs the function after an exception and
     `timeout` (seconds, or `30s`, `2m`) bounds each run.
+
+    A step with only `set` (no task, workflow or call) computes: it assigns its expressions, in order,
+    to state fields. A step with `fail: {reason: NAME, message: "..."}` ends the run FAILED on purpose
+    (with `when`, only when its condition holds). `max_visits` bounds how often a step runs;
+    `on_max_visits` says what happens when it is reached once more: `fail` (the default), `end` or
+    `{to: STEP}`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -369,6 +447,9 @@ class Step(BaseModel):
     collect: str | None = None
     on_failure: OnFailure = Field(default_factory=OnFailure)
     max_visits: int | None = Field(default=None, ge=1)
+    on_max_visits: OnMaxVisits = Field(default_factory=OnMaxVisits)
+    #: Ends the run FAILED on purpose, with this reason and message.
+    fail: FailEnd | None = None
     #: `approval` for a step that waits for a person's decision; other steps say what they run instead.
     type: Literal["approval"] | None = None
     #: An approval step's text for the person deciding (with `{{state.x}}` placeholders).
@@ -411,11 +492,20 @@ class Step(BaseModel):
         if extra:
             also = " or a code step (`call`)" if extra[0] == "timeout" else ""
             raise ValueError(f"`{extra[0]}` only applies to an approval step (`type: approval`){also}")
+        if "on_max_visits" in self.model_fields_set and self.max_visits is None:
+            raise ValueError("`on_max_visits` says what happens at the bound: give the step `max_visits: N` too")
         kinds = [key for key in ("task", "workflow", "parallel") if getattr(self, key) is not None]
+        if self.fail is not None:
+            return self._check_fail([*kinds, *(["call"] if self.call is not None else [])])
         # `call` beside another kind is reported by the workflow checks, under its own code (E121).
+        if self.call is None and not kinds and self.set_:
+            return self._check_compute()
         if self.call is None and len(kinds) != 1:
             found = ", ".join(f"`{k}`" for k in kinds) or "none of them"
-            raise ValueError(f"a step has exactly one of `task`, `workflow`, `call` or `parallel` (found {found})")
+            raise ValueError(
+                f"a step has exactly one of `task`, `workflow`, `call` or `parallel` (found {found}); a step that "
+                "only computes has just `set`, and one that ends the run failed has `fail`"
+            )
         if self.output is not None and self.outputs:
             raise ValueError("a step has `output` (the whole answer) or `outputs` (chosen fields), not both")
         loop_keys = [k for k in ("collect", "as_", "concurrency") if k in self.model_fields_set]
@@ -425,6 +515,31 @@ class Step(BaseModel):
             raise ValueError("a `for_each` step stores its answers with `collect: FIELD`, not `output`/`outputs`")
         if self.parallel is not None:
             self._check_group(self.parallel)
+        return self
+
+    def _check_compute(self) -> Step:
+        """A step that only computes: `set`, and what decides whether and where it goes (`when`, `route`)."""
+        for key in (*_RUN_KEYS, "for_each", "collect", "as_", "concurrency"):
+            if key != "set_" and key in self.model_fields_set:
+                raise ValueError(
+                    f"`{key.rstrip('_')}` does not apply to a step that only computes (`set` without `task`, "
+                    "`workflow` or `call`)"
+                )
+        if self.on_failure.retry_with:
+            raise ValueError("a step that only computes calls no model: it cannot `retry_with`")
+        return self
+
+    def _check_fail(self, kinds: list[str]) -> Step:
+        """A step that ends the run failed: `fail`, and `when` (it fails only when its condition holds)."""
+        if kinds:
+            raise ValueError(
+                f"a step with `fail` ends the run; it has no `{kinds[0]}` (put `fail` on a step of its own after it)"
+            )
+        allowed = {"id", "fail", "when"}
+        extra = [key for key in self.model_fields_set if key not in allowed]
+        if extra:
+            key = sorted(extra)[0].rstrip("_")
+            raise ValueError(f"`{key}` does not apply to a step with `fail` (it takes `when` and nothing else)")
         return self
 
     def _check_approval(self) -> Step:
@@ -453,6 +568,8 @@ class Step(BaseModel):
                 raise ValueError(f"step {member.id!r}: `parallel` groups do not nest")
             if member.type == "approval":
                 raise ValueError(f"step {member.id!r}: an approval step cannot be inside `parallel`")
+            if member.fail is not None:
+                raise ValueError(f"step {member.id!r}: `fail` ends the run; put it on a step after the group")
             if member.route is not None or member.max_visits is not None:
                 raise ValueError(f"step {member.id!r} is inside `parallel`: put `route`/`max_visits` on the group")
             if member.on_failure.to is not None:
@@ -461,15 +578,20 @@ class Step(BaseModel):
                 )
 
     @property
-    def kind(self) -> Literal["task", "workflow", "call", "parallel", "approval"]:
-        """Which of `task`, `workflow`, `call` or `parallel` this step runs, or `approval` (it waits for a decision)."""
+    def kind(self) -> Literal["task", "workflow", "call", "parallel", "approval", "set", "fail"]:
+        """Which of `task`, `workflow`, `call` or `parallel` this step runs, or `approval` (it waits for a
+        decision), `set` (it only computes) or `fail` (it ends the run failed)."""
         if self.type == "approval":
             return "approval"
+        if self.fail is not None:
+            return "fail"
         if self.task is not None:
             return "task"
         if self.workflow is not None:
             return "workflow"
-        return "call" if self.call is not None else "parallel"
+        if self.call is not None:
+            return "call"
+        return "parallel" if self.parallel is not None else "set"
 
     @property
     def members(self) -> list[Step]:

@@ -2,7 +2,8 @@
 
 A test builds replies with `Reply` and queues them with `FakeProviderServer.script()`; the server
 turns each into an answer on the wire and records every request it receives as a `RecordedRequest`,
-which also reads back the tools a request offered and the `ToolResult`s the client sent back.
+which also reads back the tools a request offered, the `ToolResult`s the client sent back and the
+`ReceivedFile`s (images, documents, audio) it carried.
 A content reply is settled for the wire as an `Answer` (its text or the `WireCall`s it makes, each
 tool's arguments as text, its token usage), the same way for either wire format, and cut into the
 deltas a stream carries.
@@ -10,7 +11,10 @@ deltas a stream carries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import base64
+import binascii
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -22,6 +26,7 @@ __all__ = [
     "DisconnectReply",
     "EmptyReply",
     "ErrorReply",
+    "ReceivedFile",
     "RecordedRequest",
     "Reply",
     "ServerReply",
@@ -278,6 +283,87 @@ class RecordedRequest:
                     if isinstance(block, dict) and block.get("type") == "tool_result"
                 ]
         return results
+
+    @property
+    def files(self) -> list[ReceivedFile]:
+        """The images, documents and audio files the request's messages carried, in order, for either wire format.
+
+        OpenAI sends them as `image_url`, `input_audio` and `file` content parts, Anthropic as `image` and
+        `document` blocks; inline data (base64, a `data:` URL) is decoded to give its size and SHA-256.
+        """
+        messages = self.body.get("messages")
+        found: list[ReceivedFile] = []
+        for message in messages if isinstance(messages, list) else []:
+            content = message.get("content") if isinstance(message, dict) else None
+            for part in content if isinstance(content, list) else []:
+                if isinstance(part, dict):
+                    found.extend(_received(part))
+        return found
+
+
+@attrs.frozen(kw_only=True)
+class ReceivedFile:
+    """An image, document or audio file a request carried, as the server read it off the wire.
+
+    `part` is the wire's name for it (`image_url`, `input_audio`, `file`; Anthropic's `image`, `document`).
+    Inline content has its decoded `size` and `sha256` (and `media_type` where the wire says it); content
+    sent by reference has its `url` instead.
+    """
+
+    part: str
+    media_type: str | None = None
+    size: int | None = None
+    sha256: str | None = None
+    url: str | None = None
+    filename: str | None = None
+
+
+_AUDIO_FORMATS: Final = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+
+def _received(part: dict[str, Any]) -> Iterator[ReceivedFile]:
+    kind = part.get("type")
+    spec = part.get(kind) if isinstance(kind, str) else None
+    if kind == "image_url" and isinstance(spec, dict):
+        yield _from_url(kind, str(spec.get("url", "")))
+    elif kind == "input_audio" and isinstance(spec, dict):
+        data = str(spec.get("data", ""))
+        fmt = str(spec.get("format", ""))
+        if data.startswith("data:"):
+            yield _from_url(kind, data)
+        else:
+            yield _inline(kind, _AUDIO_FORMATS.get(fmt, f"audio/{fmt}"), data)
+    elif kind == "file" and isinstance(spec, dict):
+        filename = spec.get("filename")
+        found = _from_url(kind, str(spec.get("file_data", "")))
+        yield attrs.evolve(found, filename=filename if isinstance(filename, str) else None)
+    elif kind in ("image", "document") and isinstance(source := part.get("source"), dict):
+        media_type = source.get("media_type")
+        if source.get("type") == "base64":
+            yield _inline(kind, str(media_type), str(source.get("data", "")))
+        elif source.get("type") == "url":
+            yield ReceivedFile(part=kind, url=str(source.get("url")))
+        elif source.get("type") == "text":
+            yield _sized(kind, str(media_type), str(source.get("data", "")).encode())
+
+
+def _from_url(part: str, url: str) -> ReceivedFile:
+    if not url.startswith("data:"):
+        return ReceivedFile(part=part, url=url)
+    header, _, payload = url[5:].partition(",")
+    return _inline(part, header.split(";", 1)[0] or None, payload)
+
+
+def _inline(part: str, media_type: str | None, payload: str) -> ReceivedFile:
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (ValueError, binascii.Error):
+        return ReceivedFile(part=part, media_type=media_type)
+    return _sized(part, media_type, data)
+
+
+def _sized(part: str, media_type: str | None, data: bytes) -> ReceivedFile:
+    return ReceivedFile(part=part, media_type=media_type, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
 def _tool_name(tool: object) -> str | None:

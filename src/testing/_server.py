@@ -83,7 +83,8 @@ class FakeProviderServer:
     APIs (OpenAI files and batches, Anthropic message batches), programmed through `server.batches`
     (`_batches`), whose requests are answered by the same script or responder. When the
     script runs out the server answers HTTP 500 "no scripted reply left" with `x-should-retry: false`, so
-    the SDKs don't retry it. Every request is recorded in `requests`, in order.
+    the SDKs don't retry it. Every request is recorded in `requests`, in order; the images, documents and
+    audio a request carried are in its `files` (`ReceivedFile`: media type, decoded size, SHA-256, or the URL).
 
     A tool-call round trip: `Reply.tool_calls(...)` answers with one or more calls to the agent's function
     tools, each with an id unique to the server (`call_1`, `call_2`, ... on OpenAI; `toolu_1`, ... on

@@ -13,7 +13,8 @@ each with its code (the `WorkflowError` classes of `atomtask.errors`):
 - E116 data flow: a step reads only fields written on every path to it, run inputs, or fields with defaults;
 - E117 route targets exist, every step is reachable, no route entry is dead;
 - E118 every cycle has `max_visits`; E119 no two steps of a `parallel` group write the same field;
-- E120 the `migrations` chain to the current `version`, and what each migration names (`_migration_checks`).
+- E120 the `migrations` chain to the current `version`, and what each migration names (`_migration_checks`);
+- W110-W112 (warnings, only for a valid workflow): values nothing uses (`_usage_checks`).
 
 The checks of one step are `_step_checks`. The control flow is checked here over the graph the steps
 form: after a step control goes to its route targets (or the next step), along an `ok` edge (its
@@ -24,6 +25,8 @@ with a path on which it is unwritten.
 
 A state field may say `redact: true` (a boolean, E110 otherwise); a named state class says it with
 `Field(json_schema_extra={"redact": True})`. The compiled workflow lists those fields (`redacted_fields`).
+The run inputs are the fields no step writes, and those declared `input: true` (the same two ways):
+the caller gives their first value, and steps may write them after (`current = step(current)`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from atomtask.workflows._compiled import CompiledStep, CompiledWorkflow, EdgeKin
 from atomtask.workflows._context import Problems, StepContext
 from atomtask.workflows._migration_checks import check_migrations
 from atomtask.workflows._step_checks import check_input_types, compile_step
+from atomtask.workflows._usage_checks import WorkflowWarning, usage_warnings
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["WorkflowCheck", "check_flow", "check_workflow", "compile_workflow"]
@@ -113,6 +117,8 @@ def _graph(problems: Problems, steps: tuple[CompiledStep, ...], by_id: Mapping[s
         targets = [(r.to, f"{r.where}.to") for r in step.routes]
         if step.step.on_failure.to is not None:
             targets.append((step.step.on_failure.to, f"{step.path}.on_failure.to"))
+        if step.step.on_max_visits.to is not None:
+            targets.append((step.step.on_max_visits.to, f"{step.path}.on_max_visits.to"))
         bad = {target for target, where in targets if not _known_target(problems, step, target, where, by_id, members)}
         graph[step.id] = [(t, kind) for t, kind in step.edges() if t not in bad and t != END]
     return graph
@@ -157,7 +163,20 @@ def _check_cycles(problems: Problems, by_id: Mapping[str, CompiledStep], graph: 
     order = {step_id: index for index, step_id in enumerate(by_id)}
     for component in _components(graph, reachable):
         looping = len(component) > 1 or any(t == component[0] for t, _ in graph[component[0]])
-        if not looping or any(by_id[s].step.max_visits is not None for s in component):
+        if not looping:
+            continue
+        for step_id in component:
+            escape = by_id[step_id].step.on_max_visits.to
+            if by_id[step_id].step.max_visits is not None and escape in component:
+                problems.add(
+                    WorkflowCycleError,
+                    f"Step {step_id!r} goes on at {escape!r} when it reaches its `max_visits`, but {escape!r} is "
+                    f"inside the loop the bound ends ({' -> '.join(_cycle_through(step_id, set(component), graph))}),"
+                    " so the run would go round without end. Go to a step after the loop, or use `end` or `fail`.",
+                    f"{by_id[step_id].path}.on_max_visits.to",
+                    step=step_id,
+                )
+        if any(by_id[s].step.max_visits is not None for s in component):
             continue
         first = min(component, key=order.__getitem__)
         cycle = _cycle_through(first, set(component), graph)
@@ -286,11 +305,13 @@ def _check_reads(
     before = written[step.id] | readable
     phases: list[tuple[CompiledStep, Iterable[Read], frozenset[str]]] = []
     for reader in (step, *step.members):  # members run on the state as it was before their group
-        phases += [
-            (reader, reader.reads_entry, before),
-            (reader, reader.reads_run, before),
-            (reader, reader.reads_set, before | reader.output_writes),
-        ]
+        phases += [(reader, reader.reads_entry, before), (reader, reader.reads_run, before)]
+        # `set` assigns in order: each expression sees the outputs and the fields set before it.
+        done = before | reader.output_writes
+        for field, _ in reader.sets:
+            where = f"{reader.path}.set.{field}"
+            phases.append((reader, [r for r in reader.reads_set if r.where == where], done))
+            done = done | {field}
     # Routes are also followed when `when` skipped the step or `on_failure: continue` went on past it.
     partial = step.step.when is not None or step.step.on_failure.action == "continue"
     phases.append((step, step.reads_route, before if partial else before | step.sure_writes))
@@ -345,6 +366,8 @@ class WorkflowCheck:
     workflow: Workflow
     errors: tuple[WorkflowError, ...]
     compiled: CompiledWorkflow | None
+    #: What looks wrong in a valid workflow (W110-W112): values nothing uses. Empty when there are errors.
+    warnings: tuple[WorkflowWarning, ...] = ()
 
     def unwrap(self) -> CompiledWorkflow:
         """The compiled workflow, or raise the first problem (saying how many more there are)."""
@@ -389,7 +412,7 @@ def check_workflow(
     _check_ids(problems, workflow)
     if workflow.model is not None:
         try:
-            check_model_string(workflow.model, where=f"workflow {workflow.name!r}")
+            check_model_string(workflow.model, where=f"workflow {workflow.name!r}", aliases=templates.model_aliases)
         except UsageError as exc:
             problems.add(WorkflowDeclarationError, exc.message, "model")
     if workflow.model_settings is not None:
@@ -413,7 +436,8 @@ def check_workflow(
         index.update((member.id, member) for member in step.members)
     written_by_steps = frozenset().union(*(step.writes for step in steps))
     fields = state_cls.model_fields
-    run_inputs = tuple(name for name in fields if name not in written_by_steps)
+    declared_inputs = _declared_inputs(problems, workflow, state_cls)
+    run_inputs = tuple(name for name in fields if name not in written_by_steps or name in declared_inputs)
     required = tuple(name for name in run_inputs if fields[name].is_required())
     readable = frozenset(run_inputs) | {name for name, info in fields.items() if not info.is_required()}
     written = check_flow(problems, steps, readable, fields)
@@ -434,7 +458,7 @@ def check_workflow(
         migrations=migrations,
         redacted_fields=redacted,
     )
-    return WorkflowCheck(workflow=workflow, errors=(), compiled=compiled)
+    return WorkflowCheck(workflow=workflow, errors=(), compiled=compiled, warnings=tuple(usage_warnings(compiled)))
 
 
 def _check_ids(problems: Problems, workflow: Workflow) -> None:
@@ -465,7 +489,7 @@ def _state_class(problems: Problems, workflow: Workflow, models: ModelRegistry) 
     definition: dict[str, Any] = {
         "name": _class_name(workflow.name) + "State",
         "description": state.description or f"The state of workflow {workflow.name!r}.",
-        "fields": [_without_redact(f) for f in state.fields or []],
+        "fields": [_schema_field(f) for f in state.fields or []],
     }
     try:
         schema = SchemaDef.model_validate(definition)
@@ -492,31 +516,50 @@ def _state_class(problems: Problems, workflow: Workflow, models: ModelRegistry) 
         return None
 
 
-def _without_redact(field: Any) -> Any:
-    """A state field as the schemas layer takes it: `redact` is the workflow's option, not the schema's."""
-    return {k: v for k, v in field.items() if k != "redact"} if isinstance(field, dict) else field
+#: The options of a state field that are the workflow's, not the schema's.
+_WORKFLOW_FIELD_OPTIONS = ("redact", "input")
 
 
-def _redacted(problems: Problems, workflow: Workflow, state_cls: type[BaseModel]) -> frozenset[str]:
-    """The state fields declared `redact: true` (a non-boolean `redact` is noted, E110)."""
+def _schema_field(field: Any) -> Any:
+    """A state field as the schemas layer takes it: `redact` and `input` are the workflow's options."""
+    if not isinstance(field, dict):
+        return field
+    return {k: v for k, v in field.items() if k not in _WORKFLOW_FIELD_OPTIONS}
+
+
+def _flagged(problems: Problems, workflow: Workflow, state_cls: type[BaseModel], option: str) -> frozenset[str]:
+    """The state fields declared `option: true` (a non-boolean value is noted, E110).
+
+    A named state class says it with `Field(json_schema_extra={option: True})`.
+    """
     found: set[str] = set()
     for number, field in enumerate(workflow.state.fields or []):
-        if not isinstance(field, dict) or "redact" not in field:
+        if not isinstance(field, dict) or option not in field:
             continue
-        if not isinstance(field["redact"], bool):
+        if not isinstance(field[option], bool):
             problems.add(
                 WorkflowDeclarationError,
-                f"`redact` of state field {field.get('name')!r} in workflow {workflow.name!r} is true or false, not "
-                f"{field['redact']!r}.",
-                f"state.fields.{number}.redact",
+                f"`{option}` of state field {field.get('name')!r} in workflow {workflow.name!r} is true or false, "
+                f"not {field[option]!r}.",
+                f"state.fields.{number}.{option}",
             )
-        elif field["redact"]:
+        elif field[option]:
             found.add(str(field.get("name")))
     for name, info in state_cls.model_fields.items():
         extra = info.json_schema_extra
-        if isinstance(extra, dict) and extra.get("redact") is True:
+        if isinstance(extra, dict) and extra.get(option) is True:
             found.add(name)
     return frozenset(found)
+
+
+def _redacted(problems: Problems, workflow: Workflow, state_cls: type[BaseModel]) -> frozenset[str]:
+    """The state fields declared `redact: true`: never stored in clear, never logged."""
+    return _flagged(problems, workflow, state_cls, "redact")
+
+
+def _declared_inputs(problems: Problems, workflow: Workflow, state_cls: type[BaseModel]) -> frozenset[str]:
+    """The state fields declared `input: true`: run inputs even when steps write them (`current = step(current)`)."""
+    return _flagged(problems, workflow, state_cls, "input")
 
 
 def _field_label(fields: list[dict[str, Any]] | None, loc: list[str]) -> str:

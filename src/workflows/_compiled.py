@@ -251,8 +251,14 @@ class CompiledStep:
         return list(dict.fromkeys(targets))
 
     def edges(self) -> list[tuple[str, EdgeKind]]:
-        """Every way out: `(target, kind)`."""
-        found: list[tuple[str, EdgeKind]] = [(t, "ok") for t in self.exits()]
+        """Every way out: `(target, kind)`. A `fail` step that runs ends the run; past its bound, a step with
+        `on_max_visits: {to: STEP}` goes there without running (a `skip` edge)."""
+        found: list[tuple[str, EdgeKind]] = [] if self.step.kind == "fail" else [(t, "ok") for t in self.exits()]
+        bound = self.step.on_max_visits
+        if self.step.max_visits is not None and bound.action == "to" and bound.to is not None:
+            # The bound is reached after the step's visits: each of them wrote, unless it may be skipped or fail on.
+            ran = self.step.when is None and self.step.on_failure.action == "stop"
+            found.append((bound.to, "ok" if ran else "skip"))
         if self.step.when is not None:
             found.extend((t, "skip") for t in self.exits())
         action = self.step.on_failure.action

@@ -237,19 +237,27 @@ def check_null_reads(
     written: frozenset[str],
     known: frozenset[str] = frozenset(),
 ) -> None:
-    """Type `expr` again knowing what is written before it and what it tests: a read through null is noted (E116).
+    """Type `expr` again knowing what is written before it and what it tests: a read through null, or a str
+    method, function argument or comprehension list that may be null there, is noted (E116).
 
     `known` are the paths known not to be null there (tested by the step's `when`).
     """
     if expr is None:
         return
     guards = narrowed(expr)
+
+    def null_read(message: str, offset: int) -> None:  # e.g. a str method called on a value that may be null
+        ctx.problems.add(
+            WorkflowDataFlowError, f"Step {step!r}, {label(where)}: {message}", where, step=step, offset=offset
+        )
+
     with contextlib.suppress(ExpressionTypeError, ProblemReported):
         expression_type(
             expr,
             lambda ref: ctx.path_type(
                 ref, item, where, step, written=written, guarded=known | guards.get(ref.offset, frozenset())
             ),
+            on_null=null_read,
         )
 
 

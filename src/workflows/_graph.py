@@ -43,6 +43,10 @@ def _label(step: CompiledStep) -> str:
         lines.append(f"call: {declared.call}")
     elif declared.kind == "approval":
         lines.append("approval")
+    elif declared.kind == "set":
+        lines.append("set " + ", ".join(declared.set_))
+    elif declared.fail is not None:
+        lines.append(f"fail: {declared.fail.reason}")
     if declared.for_each is not None:
         lines.append(f"for each {declared.as_} in {declared.for_each.strip('{} ')}")
     if declared.when is not None:
@@ -80,6 +84,14 @@ def mermaid(compiled: CompiledWorkflow) -> str:
                 lines.append(f"    {source} --> {target}")
             else:
                 lines.append(f'    {source} -->|"{_quote(route.when.text)}"| {target}')
+        bound = step.step.on_max_visits
+        if step.step.max_visits is not None and bound.action != "fail":
+            target = _target(bound.to if bound.action == "to" and bound.to is not None else END)
+            lines.append(f'    {source} -.->|"{_quote(f"after {step.step.max_visits} visits")}"| {target}')
+        if step.step.kind == "fail":
+            lines.append(f"    {source} --> failed((failed))")
+            if step.step.when is None:
+                continue
         if not step.unconditional_route:
             label = "otherwise" if step.routes else ""
             arrow = f'-->|"{label}"|' if label else "-->"
@@ -114,13 +126,16 @@ def dataflow_summary(compiled: CompiledWorkflow) -> str:
         lines.append(f"  {workflow.description.strip()}")
     lines.append(f"state: {compiled.state_cls.__name__}")
     for name, info in fields.items():
+        writers = ", ".join(compiled.writers().get(name, []))
         role = (
             "run input, required"
             if name in compiled.required_inputs
             else "run input, optional"
             if name in compiled.run_inputs
-            else "written by " + ", ".join(compiled.writers().get(name, []))
+            else "written by " + writers
         )
+        if name in compiled.run_inputs and writers:
+            role += f"; written by {writers}"
         lines.append(f"  {name}: {describe(info.annotation)}  ({role})")
     if workflow.limits is not None:
         set_limits = {k: v for k, v in workflow.limits.model_dump().items() if v is not None}
@@ -142,6 +157,10 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
         if declared.call
         else f"approval -> state.{declared.output}"
         if declared.kind == "approval"
+        else f"fail: {declared.fail.reason}"
+        if declared.fail is not None
+        else "set"
+        if declared.kind == "set"
         else f"parallel ({len(step.members)} steps)"
     )
     lines = [f"{indent}{number} {declared.id}: {runs}"]
@@ -169,10 +188,14 @@ def _step_lines(step: CompiledStep, number: str, indent: str) -> list[str]:
         then = declared.on_failure.to if declared.on_failure.action == "to" else declared.on_failure.action
         lines.append(f"{inner}on failure{' (then)' if declared.on_failure.retry_with else ''}: {then}")
     if declared.max_visits is not None:
-        lines.append(f"{inner}max visits: {declared.max_visits}")
+        bound = declared.on_max_visits
+        then = {"fail": "", "end": ", then end"}.get(bound.action, f", then {bound.to}")
+        lines.append(f"{inner}max visits: {declared.max_visits}{then}")
     nexts = [f"{r.to} if {r.when.text}" if r.when is not None else r.to for r in step.routes]
     if not step.unconditional_route and (step.routes or step.members or number.count(".") == 1):
         nexts.append(step.fallthrough + (" otherwise" if step.routes else ""))
+    if declared.kind == "fail":
+        nexts = ["the run fails" + (f"; {step.fallthrough} when skipped" if declared.when is not None else "")]
     if nexts and number.count(".") == 1:
         lines.append(f"{inner}next: {'; '.join(nexts)}")
     return lines

@@ -46,7 +46,16 @@ from atomtask.system._results import (
 from atomtask.system._workflows import END
 from atomtask.workflows._compiled import CompiledStep, CompiledWorkflow
 from atomtask.workflows._state import initial_state, write_state
-from atomtask.workflows._steps import Attempted, RunContext, run_attempts, run_group, run_items, skipped
+from atomtask.workflows._steps import (
+    Attempted,
+    RunContext,
+    run_attempts,
+    run_fail,
+    run_group,
+    run_items,
+    run_sets,
+    skipped,
+)
 from pydantic import BaseModel
 
 __all__ = ["Journaled", "Start", "StepJournal", "WorkflowRunner", "unjournaled_approval"]
@@ -271,13 +280,21 @@ async def _walk(
         count = counts.get(current, 0) + 1
         bound = step.step.max_visits
         if bound is not None and count > bound:
-            return state, TaskError(
-                reason=FailureReason.MAX_VISITS_EXCEEDED,
-                message=f"Step {current!r} would run a {_ordinal(count)} time, over its `max_visits: {bound}`. "
-                "Raise the bound, or make the route leave the loop sooner.",
-                step=current,
-                details={"max_visits": bound},
-            )
+            at_bound = step.step.on_max_visits.action
+            if at_bound == "fail":
+                return state, TaskError(
+                    reason=FailureReason.MAX_VISITS_EXCEEDED,
+                    message=f"Step {current!r} would run a {_ordinal(count)} time, over its `max_visits: {bound}`. "
+                    "Raise the bound, make the route leave the loop sooner, or say what the bound does "
+                    "(`on_max_visits: end` or `{to: STEP}`).",
+                    step=current,
+                    details={"max_visits": bound},
+                )
+            log.info("step_bound_reached", workflow=compiled.name, step=current, max_visits=bound, then=at_bound)
+            counts[current] = count
+            visits.extend([skipped(step, count)])
+            current = END if at_bound == "end" else step.step.on_max_visits.to or END
+            continue
         counts[current] = count
         try:
             skip = step.when is not None and not step.when.evaluate({"state": state})
@@ -286,8 +303,11 @@ async def _walk(
         if skip:
             visits.extend([skipped(step, count)])
         else:
-            run = (
-                _step_run(ctx, step, state, count) if journal is None else _journaled(ctx, step, state, count, journal)
+            # A step that only computes (or fails on purpose) costs nothing and gives the same on a replay.
+            run: Awaitable[Attempted] = (
+                _journaled(ctx, step, state, count, journal)
+                if journal is not None and step.step.kind not in ("set", "fail")
+                else _step_run(ctx, step, state, count)
             )
             if tracing is not None:  # the step's span, its tasks' inside it
                 run = tracing.step(compiled.name, step.step, count, run)
@@ -320,6 +340,10 @@ def _step_run(ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int)
     """The run of one visit of a step, as an awaitable (a group, a `for_each`, or the step's task or sub-workflow)."""
     if step.step.kind == "approval":  # only a journal (a durable run) can wait for a person's decision
         return _ready(unjournaled_approval(step, visit))
+    if step.step.kind == "fail":
+        return _ready(run_fail(step, state, visit))
+    if step.step.kind == "set":
+        return _ready(run_sets(ctx, step, state, visit))
     if step.members:
         return run_group(ctx, step, state, visit)
     if step.for_each is not None:
@@ -352,11 +376,11 @@ def _next(step: CompiledStep, state: BaseModel) -> str:
 
 
 def _expression_failure(step: CompiledStep, where: str, exc: ExpressionRuntimeError) -> TaskError:
-    return TaskError(
-        reason=FailureReason.EXPRESSION_ERROR,
-        message=f"Step {step.id!r}, `{where}`: {exc}. Give the fields it reads a value first (or a default).",
-        step=step.id,
-    )
+    said = str(exc)
+    missing = "is null" in said or "has no value yet" in said  # the fix is a value, not another expression
+    hint = " Give the fields it reads a value first (or a default)." if missing else ""
+    return TaskError(reason=FailureReason.EXPRESSION_ERROR, message=f"Step {step.id!r}, `{where}`: {said}.{hint}",
+                     step=step.id)  # fmt: skip
 
 
 def _ordinal(n: int) -> str:

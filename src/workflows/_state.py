@@ -64,8 +64,11 @@ def initial_state(compiled: CompiledWorkflow, inputs: Mapping[str, Any]) -> Base
     for name in inputs:
         if name not in fields:
             problems.append(f"unknown input {name!r}.{did_you_mean(name, compiled.run_inputs)}".rstrip("."))
-        elif name in writers:
-            problems.append(f"{name!r} is written by step(s) {', '.join(map(repr, writers[name]))}, not a run input")
+        elif name not in compiled.run_inputs:
+            problems.append(
+                f"{name!r} is written by step(s) {', '.join(map(repr, writers.get(name, [])))}, not a run input (to "
+                f"give its first value, declare the state field `input: true`)"
+            )
     for name in compiled.required_inputs:
         if name not in inputs:
             problems.append(f"missing required input {name!r}")

@@ -41,7 +41,7 @@ from atomtask.workflows._calls import CompiledCall, read_call
 from atomtask.workflows._compiled import CompiledRoute, CompiledStep, Read, Value, parse_value
 from atomtask.workflows._context import StepContext, check_null_reads, expression, label, typed
 from atomtask.workflows._expressions import Expression, not_null_when
-from atomtask.workflows._types import a_describe, compatible, describe, item_type, strip_none, walk
+from atomtask.workflows._types import a_describe, compatible, describe, item_type, mismatch, strip_none, walk
 
 __all__ = ["check_approval_output", "check_input_types", "check_outputs", "check_sets", "compile_step"]
 
@@ -172,7 +172,7 @@ def check_sets(ctx: StepContext, step: Step, path: str) -> tuple[tuple[str, Expr
             ctx.problems.add(
                 WorkflowTypeError,
                 f"Step {step.id!r} sets `state.{field}` ({describe(target)}) to "
-                f"{text!r}, which is {a_describe(value_type)}.",
+                f"{text!r}, which is {a_describe(value_type)}{mismatch(value_type, target)}.",
                 where,
                 step=step.id,
             )
@@ -187,7 +187,8 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
     declared_models += [(m, f"{path}.on_failure.retry_with") for m in step.on_failure.retry_with]
     for model, where in declared_models:
         try:
-            check_model_string(model, where=f"step {step.id!r} of workflow {ctx.name!r}")
+            where_model = f"step {step.id!r} of workflow {ctx.name!r}"
+            check_model_string(model, where=where_model, aliases=ctx.templates.model_aliases)
         except UsageError as exc:
             ctx.problems.add(WorkflowDeclarationError, exc.message, where, step=step.id)
     if step.model_settings is not None:
@@ -218,6 +219,15 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
         return CompiledStep(members=members, **common)
     if step.kind == "approval":
         return _approval(ctx, step, path, common)
+    if step.kind == "fail":
+        message = _message(ctx, step, step.fail.message if step.fail is not None else None, f"{path}.fail.message")
+        reads = _value_reads(message, f"{path}.fail.message") if message is not None else ()
+        return CompiledStep(message=message, reads_run=reads, **common)
+    if step.kind == "set":
+        sets = check_sets(ctx, step, path)
+        return CompiledStep(
+            sets=sets, reads_set=tuple(r for field, expr in sets for r in _reads(expr, f"{path}.set.{field}")), **common
+        )
     call: CompiledCall | None = None
     if step.kind == "call":
         call, params, output_type = _call_target(ctx, step, path)
@@ -248,17 +258,8 @@ def compile_step(ctx: StepContext, step: Step, path: str, fallthrough: str) -> C
 
 def _approval(ctx: StepContext, step: Step, path: str, common: dict[str, Any]) -> CompiledStep:
     """An approval step: its message (text with placeholders, like an input) and the field its decision goes to."""
-    message: Value | None = None
     where = f"{path}.message"
-    if step.message is not None:
-        try:
-            message = parse_value(step.message, roots=("state",))
-        except WorkflowExpressionError as exc:
-            ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, `message`: ")
-        else:
-            for ref in message.all_refs():
-                with contextlib.suppress(ProblemReported):
-                    ctx.path_type(ref, None, where, step.id)
+    message = _message(ctx, step, step.message, where)
     output_type, output_map = check_approval_output(ctx, step, path)
     sets = check_sets(ctx, step, path)
     return CompiledStep(
@@ -270,6 +271,21 @@ def _approval(ctx: StepContext, step: Step, path: str, common: dict[str, Any]) -
         reads_set=tuple(r for field, expr in sets for r in _reads(expr, f"{path}.set.{field}")),
         **common,
     )
+
+
+def _message(ctx: StepContext, step: Step, text: str | None, where: str) -> Value | None:
+    """A step's message (an approval's, a `fail`'s): text with `{{state.x}}` placeholders, checked like an input."""
+    if text is None:
+        return None
+    try:
+        message = parse_value(text, roots=("state",))
+    except WorkflowExpressionError as exc:
+        ctx.problems.adopt(exc, where, step=step.id, prefix=f"Step {step.id!r}, `{where.rsplit('.', 1)[-1]}`: ")
+        return None
+    for ref in message.all_refs():
+        with contextlib.suppress(ProblemReported):
+            ctx.path_type(ref, None, where, step.id)
+    return message
 
 
 def _target(ctx: StepContext, step: Step, path: str) -> tuple[Any, Any, dict[str, tuple[Any, bool]] | None, Any]:
@@ -452,7 +468,7 @@ def check_input_types(ctx: StepContext, step: CompiledStep, written: frozenset[s
     known = not_null_when(step.when.tree, True) if step.when is not None else frozenset()
     _check_null_reads(ctx, step, written, known)
     if step.message is not None:
-        where = f"{step.path}.message"
+        where = f"{step.path}.fail.message" if step.step.kind == "fail" else f"{step.path}.message"
         with contextlib.suppress(ProblemReported):
             step.message.static_type(
                 lambda ref: ctx.path_type(ref, None, where, step.id, written=written, guarded=known)

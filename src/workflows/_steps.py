@@ -39,7 +39,7 @@ from atomtask.workflows._expressions import read_path
 from atomtask.workflows._state import write_state
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["Attempted", "RunContext", "run_attempts", "run_group", "run_items", "skipped"]
+__all__ = ["Attempted", "RunContext", "run_attempts", "run_fail", "run_group", "run_items", "run_sets", "skipped"]
 
 log = get_logger(__name__)
 _T = TypeVar("_T")
@@ -212,6 +212,32 @@ async def _run_code(
     return Attempted(visits=visits, failure=failure)
 
 
+def run_sets(ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int) -> Attempted:
+    """A step that only computes: its `set` expressions, in order, validated into a new state."""
+    try:
+        writes, new = _writes(step, state, None)
+    except (StateWriteError, ExpressionRuntimeError) as exc:
+        failure = _write_failure(step, exc)
+        _log_failed(ctx, step, failure)
+        return Attempted(visits=[_visit(step, visit, 0, None, StepStatus.FAILED, error=failure)], failure=failure)
+    return Attempted(visits=[_visit(step, visit, 0, None, StepStatus.COMPLETE)], writes=writes, state=new)
+
+
+def run_fail(step: CompiledStep, state: BaseModel, visit: int) -> Attempted:
+    """A `fail` step: the run ends FAILED, with the step's reason and its message rendered from the state."""
+    declared = step.step.fail
+    assert declared is not None
+    message = f"Step {step.id!r} ended the run: {declared.reason}."
+    if step.message is not None:
+        try:
+            message = str(step.message.render({"state": state}))
+        except ExpressionRuntimeError as exc:
+            message = f"Step {step.id!r} ended the run ({declared.reason}); its message could not be rendered: {exc}."
+    failure = _failure(FailureReason.FAILED_BY_STEP, message, step, name=declared.reason)
+    return Attempted(visits=[_visit(step, visit, 0, None, StepStatus.FAILED, error=failure)], failure=failure,
+                     terminal=True)  # fmt: skip
+
+
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as JSON values (a checkpoint keeps them): where, what, and the kind."""
     return [
@@ -317,7 +343,8 @@ def _visit(
     error: TaskError | None = None,
     model: str | None = None,
 ) -> StepVisit:
-    chosen = model or (result.notes.model if result is not None else None)
+    # The model that ran (an alias resolved: its name is in the result's notes), else the one asked for.
+    chosen = (result.notes.model if result is not None else None) or model
     return StepVisit(
         step=step.id,
         visit=visit,

@@ -5,21 +5,29 @@ Types are the Python annotations the schemas layer builds (`str`, `list[Contact]
 JSON Schema) is seen as `T`. The rule is the one a developer expects, stricter than
 Pydantic's lax mode: a `str` never goes into an `int` (although "5" would validate), an `int` goes
 into a `float`, a class goes into another class whose fields it has, and `Any` goes anywhere.
+
+An object literal of an expression (`{"title": state.topic, "score": 3}`) has a type of its own,
+`object_type(...)`: a `dict` whose keys and the type of each value are known. It goes into a `dict` whose
+values it fits, and into a class that has exactly its keys as fields (every required one among them), each
+value fitting its field.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import types
 import typing
-from typing import Any
+from typing import Any, ClassVar, cast
 
+from atomtask.errors import near_names
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 __all__ = [
     "NONE",
+    "ObjectLiteral",
     "a_describe",
     "compatible",
     "describe",
@@ -29,12 +37,46 @@ __all__ = [
     "literal_values",
     "may_be_none",
     "members",
+    "mismatch",
+    "object_mismatch",
+    "object_type",
     "strip_none",
+    "union",
     "walk",
 ]
 
 NONE: Any = type(None)
 _Seen = set[tuple[int, int]]
+
+
+class ObjectLiteral(dict[str, Any]):
+    """The base of the types `object_type` makes: `fields` holds each key and the type of its value."""
+
+    fields: ClassVar[tuple[tuple[str, Any], ...]] = ()
+
+
+@functools.cache
+def object_type(fields: tuple[tuple[str, Any], ...]) -> type[ObjectLiteral]:
+    """The type of an object literal with these keys and value types (one class per shape).
+
+    Example:
+        ```python
+        describe(object_type((("title", str), ("score", int))))  # 'object {"title": str, "score": int}'
+        ```
+    """
+    return cast(type[ObjectLiteral], type("object", (ObjectLiteral,), {"fields": fields, "__module__": __name__}))
+
+
+def _object(annotation: Any) -> type[ObjectLiteral] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, ObjectLiteral) else None
+
+
+def union(*annotations: Any) -> Any:
+    """One annotation admitting a value of any of `annotations` (`union(str, None)` gives `str | None`)."""
+    found: list[Any] = []
+    for annotation in annotations:
+        found.extend(m for m in members(annotation) if m not in found)
+    return found[0] if len(found) == 1 else typing.Union.__getitem__(tuple(found))
 
 
 def _bare(annotation: Any) -> Any:
@@ -94,6 +136,8 @@ def _kind(member: Any) -> str:
     member = _bare(member)
     if member is Any or member is object:
         return "any"
+    if _object(member) is not None:
+        return "dict"
     if member is NONE:
         return "none"
     if typing.get_origin(member) is typing.Literal:
@@ -135,6 +179,9 @@ def describe(annotation: Any) -> str:
         return "any"
     if member is NONE:
         return "None"
+    shape = _object(member)
+    if shape is not None:
+        return "object {" + ", ".join(f'"{key}": {describe(value)}' for key, value in shape.fields) + "}"
     origin = typing.get_origin(member)
     if origin is typing.Literal:
         return "literal[" + ", ".join(repr(v) for v in typing.get_args(member)) + "]"
@@ -168,6 +215,11 @@ def _fits(source: Any, target: Any, seen: _Seen) -> bool:
     source, target = _bare(source), _bare(target)
     if source is Any or source is target:
         return True
+    shape = _object(source)
+    if shape is not None:
+        return object_mismatch(shape, target, seen) is None
+    if _object(target) is not None:
+        return _kind(source) in ("dict", "model")  # only the run can tell which keys it has
     source_origin, target_origin = typing.get_origin(source), typing.get_origin(target)
     if source_origin is typing.Literal:
         values = typing.get_args(source)
@@ -195,6 +247,72 @@ def _fits(source: Any, target: Any, seen: _Seen) -> bool:
     if source_kind == "other" and target_kind == "other":
         return isinstance(source, type) and isinstance(target, type) and issubclass(source, target)
     return False
+
+
+def mismatch(source: Any, target: Any) -> str:
+    """`: why` a value of `source` does not fit `target`, when it is an object literal (else an empty string).
+
+    Example:
+        ```python
+        mismatch(object_type((("titel", str),)), Article)  # ": Article has no field 'titel' (did you mean 'title'?)"
+        ```
+    """
+    shapes = [s for m in members(source) if (s := _object(_bare(m))) is not None]
+    for shape in shapes:
+        why = object_mismatch(shape, target)
+        if why is not None:
+            return f": {why}"
+    return ""
+
+
+def object_mismatch(shape: type[ObjectLiteral], target: Any, seen: _Seen | None = None) -> str | None:
+    """Why an object literal of type `shape` does not fit `target` (None when it fits).
+
+    Example:
+        ```python
+        object_mismatch(object_type((("titel", str),)), Article)  # "Article has no field 'titel' (did you..."
+        ```
+    """
+    seen = set() if seen is None else seen
+    target = strip_none(_bare(target)) if _object(target) is None else target
+    given = dict(shape.fields)
+    if len(members(target)) > 1:
+        fits = any(object_mismatch(shape, member, seen) is None for member in members(target))
+        return None if fits else f"it fits none of {describe(target)}"
+    if target is Any or target is object:
+        return None
+    other = _object(target)
+    if other is not None:
+        expected = {key: (value, True) for key, value in other.fields}
+        closed = True
+    elif _kind(target) == "dict":
+        args = typing.get_args(target)
+        if len(args) != 2:
+            return None
+        if not _compatible(str, args[0], seen):
+            return f"its keys are str, not {describe(args[0])}"
+        for key, value in given.items():
+            if not _compatible(value, args[1], seen):
+                return f"the value of {key!r} is {a_describe(value)}, not {a_describe(args[1])}"
+        return None
+    elif isinstance(target, type) and issubclass(target, BaseModel):
+        expected = {name: (field.annotation, field.is_required()) for name, field in target.model_fields.items()}
+        closed = target.model_config.get("extra") != "allow"
+    else:
+        return f"an object is not {a_describe(target)}"
+    for key, value in given.items():
+        if key not in expected:
+            if closed:
+                close = near_names(key, [k for k in expected if k not in given])
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                return f"{describe(target)} has no field {key!r}{hint}"
+            continue
+        if not _compatible(value, expected[key][0], seen):
+            return f"the value of {key!r} is {a_describe(value)}, not {a_describe(expected[key][0])}"
+    missing = [key for key, (_, required) in expected.items() if required and key not in given]
+    if missing:
+        return f"it lacks the key(s) {', '.join(repr(k) for k in missing)} of {describe(target)}"
+    return None
 
 
 def _containers_fit(source: Any, target: Any, seen: _Seen) -> bool:
@@ -228,7 +346,8 @@ def field_names(annotation: Any) -> list[str] | None:
     inner = strip_none(annotation)
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         return list(inner.model_fields)
-    return None
+    shape = _object(inner)
+    return [key for key, _ in shape.fields] if shape is not None else None
 
 
 def walk(annotation: Any, part: str | int) -> Any:
@@ -250,6 +369,12 @@ def walk(annotation: Any, part: str | int) -> Any:
         if part not in fields:
             raise LookupError(f"{inner.__name__} has no field {part!r}")
         return _read_type(fields[part])
+    shape = _object(inner)
+    if shape is not None:
+        given = dict(shape.fields)
+        if part not in given:
+            raise LookupError(f"the {describe(inner)} has no key {part!r}")
+        return given[part]
     if origin is dict:
         args = typing.get_args(inner)
         return args[1] if len(args) == 2 else Any

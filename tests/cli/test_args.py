@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from atomtask import UsageError
-from atomtask.cli._args import build_parser, check_model_flags, log_options, model_settings, parse_inputs
+from atomtask.cli._args import build_parser, log_options, model_settings, parse_inputs
 from atomtask.cli._main import main
+from atomtask.cli._model_flag import check_model_flags
 
 
 def test_at_dash_reads_stdin() -> None:
@@ -87,9 +88,16 @@ def test_a_mistyped_setting_names_the_command_line() -> None:
 
 
 def test_model_flags_are_checked_in_cli_terms(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bad `--model` names `--model`; without one, a bad `ATOMTASK_MODEL` names the variable."""
+    """A bad `--model` names `--model`; without one, a bad `ATOMTASK_MODEL` names the variable.
+
+    A name without a provider prefix waits until the files are read (it may be an alias they declare).
+    """
+    check_model_flags("gpt-4o")
     with pytest.raises(UsageError, match=r"Model 'gpt-4o' in `--model` has no provider prefix"):
-        check_model_flags("gpt-4o")
+        check_model_flags("gpt-4o", aliases=())
+    with pytest.raises(UsageError, match=r"Did you mean 'gpt4o'\?"):
+        check_model_flags("gpt-4o", aliases=["gpt4o"])
+    check_model_flags("fast", aliases=["fast"])
     monkeypatch.setenv("ATOMTASK_MODEL", "nope:x")
     with pytest.raises(UsageError, match=r"in the `ATOMTASK_MODEL` environment variable"):
         check_model_flags(None)

@@ -22,7 +22,9 @@ def test_code_families_and_severities() -> None:
     """E1xx are errors, W2xx warnings; P3xx errors only for what pydantic-ai would refuse."""
     assert all(r.severity is Severity.ERROR for c, r in RULES.items() if c.startswith("E"))
     assert all(r.severity is Severity.WARNING for c, r in RULES.items() if c.startswith("W"))
-    assert ["P301", "P302"] == [c for c, r in RULES.items() if c.startswith("P") and r.severity is Severity.ERROR]
+    assert ["P301", "P302", "P307"] == [
+        c for c, r in RULES.items() if c.startswith("P") and r.severity is Severity.ERROR
+    ]
 
 
 def test_prefix_matching() -> None:

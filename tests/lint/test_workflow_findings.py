@@ -203,10 +203,13 @@ DURABLE_FLOW = (
 
 
 def test_migrations_approval_and_redact_pass_the_check(tmp_path: Path) -> None:
-    """A workflow with a chain of migrations, an approval step and a redacted field has no finding."""
+    """A workflow with a chain of migrations, an approval step and a redacted field has no error.
+
+    The redacted field is a run input no step reads: a warning (W112), nothing else.
+    """
     write(tmp_path, "tasks.yaml", TASKS)
     write(tmp_path, "flow.yaml", DURABLE_FLOW)
-    assert [] == [(f.code, f.message) for f in check([tmp_path]).findings]
+    assert [("W112", "secret")] == [(f.code, f.message.split("`")[1]) for f in check([tmp_path]).findings]
 
 
 def test_a_migration_mistake_is_e120_at_its_line_and_column(tmp_path: Path) -> None:
@@ -300,3 +303,21 @@ def test_with_the_package_allowed_a_missing_function_and_an_untyped_one_are_e123
     assert [("E123", 8), ("E124", 12)] == [(code, line) for code, line, _ in found], found
     assert "has no function 'shuot'" in found[0][2] and "Did you mean 'shout'?" in found[0][2]
     assert "no type annotation on parameter 'text', the return value" in found[1][2]
+
+
+def test_after_an_invalid_schema_later_findings_say_declared_but_invalid(tmp_path: Path) -> None:
+    """A schema with a bad type is E103 once; the template and the workflow state using it say it is invalid."""
+    bad = TASKS.replace("type: int, description: The score.", "type: integr, description: The score.")
+    write(tmp_path, "tasks.yaml", bad)
+    flow = FLOW.replace("  - {name: score, type: int, default: 0}\n", "  - {name: score, type: int, default: 0}\n"
+                        "  - {name: last, type: Rating?, default: null}\n")  # fmt: skip
+    write(tmp_path, "flow.yaml", flow)
+    findings = check([tmp_path]).findings
+    messages = [f.message for f in findings]
+    assert 1 == sum("integr" in m for m in messages), messages
+    later = [m for m in messages if "integr" not in m]
+    assert later, messages
+    for message in later:
+        assert "uses schema 'Rating', which is declared at" in message, message
+        assert "but invalid" in message
+        assert "No schema named" not in message and "Unknown schema" not in message

@@ -21,12 +21,24 @@ def test_valid_model_strings_pass(model: str) -> None:
     check_model_string(model, where="test")
 
 
-def test_unknown_provider_lists_known_ones() -> None:
-    """The message names the bad prefix, suggests a near one and lists the known providers."""
+def test_unknown_provider_names_the_nearest_few_not_all() -> None:
+    """The message names the bad prefix and the few nearest providers, not every provider, and how to list them."""
     with pytest.raises(ConfigurationError) as raised:
         check_model_string("antropic:claude", where="template 'x'")
-    assert "Did you mean 'anthropic'" in str(raised.value)
-    assert "Known providers:" in str(raised.value)
+    message = raised.value.message
+    assert message.startswith("Unknown provider 'antropic' in model 'antropic:claude' in template 'x'. Did you mean")
+    assert "anthropic" == raised.value.suggestions[0]
+    assert len(raised.value.suggestions) <= 3
+    assert "ollama" not in message and "groq" not in message
+    assert f"`atomtask list --providers` lists all {len(known_providers())}" in message
+
+
+def test_an_unknown_provider_with_nothing_near_names_the_common_ones() -> None:
+    """With no near name, the common providers are named instead (and still not all of them)."""
+    with pytest.raises(ConfigurationError) as raised:
+        check_model_string("zzqx:model", where="template 'x'")
+    assert "Common providers: openai-chat, openai, anthropic, google, ollama, groq, mistral." in raised.value.message
+    assert [] == raised.value.suggestions
 
 
 def test_checking_does_not_import_provider_sdks() -> None:

@@ -411,3 +411,14 @@ def test_a_code_step_reads_the_same_as_yaml_runs_and_its_checks_point_into_the_s
     with pytest.raises(WorkflowCallFunctionError, match="Did you mean 'measure'") as caught:
         system.register_workflow(workflow(CODED.replace("coded", "typo").replace(":measure", ":measur")))
     assert at(5, 26) == caught.value.location  # just inside the quote
+
+
+def test_a_hyphenated_name_says_how_to_write_it() -> None:
+    """`code-snippet`, natural in Lisp sources, is refused with the identifier to write instead."""
+    from atomtask import SchemaError, TaskSystem, TemplateError
+
+    system = TaskSystem(model="test")
+    with pytest.raises(TemplateError, match=r"write 'code_snippet' \(and `\{\{code_snippet\}\}` in the text\)"):
+        system.defatom('(defatom review (params (code-snippet str)) (instructions "Review {{code-snippet}}"))')
+    with pytest.raises(SchemaError, match=r"\(e\.g\. 'code_snippet'\)"):
+        system.defatom('(defschema Snip (code-snippet str "the code"))')

@@ -83,6 +83,7 @@ def test_public_api_is_pinned() -> None:
         "EmptyReply",
         "ErrorReply",
         "FakeProviderServer",
+        "ReceivedFile",
         "RecordedRequest",
         "Reply",
         "ReplyFunction",

@@ -84,13 +84,14 @@ CASES: list[tuple[str, Edit, str, str]] = [
         "python call",
         lambda d: _step(d, "review")["route"][0].update(when="__import__('os').system('ls')"),
         "E112",
-        "the only function is `len`",
+        "Unknown function '__import__' in expression \"__import__('os').system('ls')\". Functions: len, str,",
     ),
     (
         "comprehension",
-        lambda d: _step(d, "review")["route"][0].update(when="[c for c in state.topic]"),
+        lambda d: _step(d, "review")["route"][0].update(when="[[c for c in x] for x in state.topic]"),
         "E112",
-        "`[c for c in state.topic]` in expression '[c for c in state.topic]' is not part of the expression language.",
+        "Comprehensions cannot be nested in expression '[[c for c in x] for x in state.topic]': "
+        "`[c for c in x]` is inside another. Use one comprehension, with one `for`.",
     ),
     (
         "bare field name",

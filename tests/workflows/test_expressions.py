@@ -81,8 +81,8 @@ def test_paths_are_collected_with_their_offsets() -> None:
     [
         ("state.score <", "Invalid expression 'state.score <'", None),
         ("__import__('os')", "Unknown function '__import__'", 0),
-        ("state.topic.upper()", "Unknown function 'state.topic.upper'", 0),
-        ("[x for x in state.tags]", "is not part of the expression language", 0),
+        ("state.topic.uppr()", "Unknown method 'uppr' in expression 'state.topic.uppr()'. Did you mean 'upper'?", 12),
+        ("{x for x in state.tags}", "is not part of the expression language", 0),
         ("lambda: 1", "is not part of the expression language", 0),
         ("f'{state.topic}'", "is not part of the expression language", 0),
         ("state.score ** 2", "The operator in `state.score ** 2`", 0),
@@ -91,7 +91,7 @@ def test_paths_are_collected_with_their_offsets() -> None:
         ("len(state.tags, 2)", "`len` takes one argument", 0),
         ("score > 1", "Unknown name 'score'", 0),
         ("state.score > itme", "Unknown name 'itme' in expression 'state.score > itme'. Did you mean 'item'?", 14),
-        ("(1).real", "Only fields of `state` (or of the loop item) can be read", 0),
+        ("(1).real", "Only fields of `state` (or of a loop's variable) can be read", 0),
     ],
 )
 def test_anything_outside_the_language_is_refused(text: str, message: str, offset: int | None) -> None:
