@@ -739,7 +739,15 @@ class SexpWorkflowFailedError(SexpEvalError):
 
 
 class ExpressionRuntimeError(Exception):
-    """An expression could not be evaluated on this state (a null in arithmetic, a division by zero)."""
+    """An expression could not be evaluated on this state (a null in arithmetic, a division by zero).
+
+    `missing` is True when what failed is a value not there yet (a null, a field no step has written):
+    the fix is to give it a value, not to change the expression.
+    """
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 class ExpressionTypeError(Exception):

@@ -679,14 +679,17 @@ class _Evaluation:
             self.within(node, len(left) + len(right), MAX_ITEMS, "a list", "elements")
             return [*left, *right]
         what = "joins two str or two lists, or adds numbers" if symbol == "+" else "needs numbers"
-        raise ExpressionRuntimeError(f"{self.named(node)}: `{symbol}` {what}; got {_what(left)} and {_what(right)}")
+        raise ExpressionRuntimeError(
+            f"{self.named(node)}: `{symbol}` {what}; got {_what(left)} and {_what(right)}",
+            missing=left is None or right is None,
+        )
 
     def call(self, node: ast.Call, env: Mapping[str, Any]) -> Any:
         receiver = self.value(node.func.value, env) if isinstance(node.func, ast.Attribute) else None
         arguments = [self.value(a, env) for a in node.args]
         for argument, value in zip(node.args, arguments, strict=True):
             if value is None and not (isinstance(node.func, ast.Name) and node.func.id == "str"):
-                raise ExpressionRuntimeError(f"{self.named(node)}: `{ast.unparse(argument)}` is null")
+                raise ExpressionRuntimeError(f"{self.named(node)}: `{ast.unparse(argument)}` is null", missing=True)
         if isinstance(node.func, ast.Attribute):
             name = node.func.attr
             if not isinstance(receiver, str):
@@ -746,12 +749,14 @@ def read_path(value: Any, parts: tuple[str | int, ...], root: str) -> Any:
     walked = root
     for part in parts:
         if value is None:
-            raise ExpressionRuntimeError(f"`{walked}` is null, so `{part}` cannot be read from it")
+            raise ExpressionRuntimeError(f"`{walked}` is null, so `{part}` cannot be read from it", missing=True)
         if isinstance(value, BaseModel) and isinstance(part, str):
             if part not in value.__dict__:
                 fields = list(type(value).model_fields)
                 if part in fields:
-                    raise ExpressionRuntimeError(f"`{walked}.{part}` has no value yet: no step has written it")
+                    raise ExpressionRuntimeError(
+                        f"`{walked}.{part}` has no value yet: no step has written it", missing=True
+                    )
                 raise ExpressionRuntimeError(f"`{walked}` has no field {part!r}.{did_you_mean(part, fields)}")
             value = getattr(value, part)
         elif isinstance(value, Mapping):

@@ -376,10 +376,8 @@ def _next(step: CompiledStep, state: BaseModel) -> str:
 
 
 def _expression_failure(step: CompiledStep, where: str, exc: ExpressionRuntimeError) -> TaskError:
-    said = str(exc)
-    missing = "is null" in said or "has no value yet" in said  # the fix is a value, not another expression
-    hint = " Give the fields it reads a value first (or a default)." if missing else ""
-    return TaskError(reason=FailureReason.EXPRESSION_ERROR, message=f"Step {step.id!r}, `{where}`: {said}.{hint}",
+    hint = " Give the fields it reads a value first (or a default)." if exc.missing else ""
+    return TaskError(reason=FailureReason.EXPRESSION_ERROR, message=f"Step {step.id!r}, `{where}`: {exc}.{hint}",
                      step=step.id)  # fmt: skip
 
 

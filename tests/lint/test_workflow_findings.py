@@ -279,6 +279,7 @@ def test_code_step_mistakes_are_findings_with_their_codes_and_no_traceback(tmp_p
     assert [("E121", 8), ("E122", 13)] == [(code, line) for code, line, _ in found], found
     assert "Step 'both' has `call` and `task`" in found[0][2]
     assert "module 'myshop.orders' is not in the importable packages" in found[1][2]
+    assert "`--allow-import myshop`" in found[1][2]  # a code step's refusal names the command-line fix too
     lines = out.getvalue().splitlines()
     line, column = position(CODED, "tests.workflows")
     assert lines[0].startswith(f"{path}:{line}:{column}: E121 Step 'both' has `call` and `task`")

@@ -69,6 +69,7 @@ def test_refused_module_is_never_imported(app_package: str) -> None:
     assert "Template 't' names the Python class 'sneaky:Anything'" in message
     assert f"module 'sneaky' is not in the importable packages ('{app_package}')" in message
     assert "`TaskSystem(importable=['sneaky'])`" in message
+    assert "on the command line: `--allow-import sneaky` or `ATOMTASK_IMPORTABLE=sneaky`" in message
 
 
 def test_prefix_must_match_whole_package_names(app_package: str) -> None:

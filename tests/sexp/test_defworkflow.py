@@ -422,3 +422,20 @@ def test_a_hyphenated_name_says_how_to_write_it() -> None:
         system.defatom('(defatom review (params (code-snippet str)) (instructions "Review {{code-snippet}}"))')
     with pytest.raises(SchemaError, match=r"\(e\.g\. 'code_snippet'\)"):
         system.defatom('(defschema Snip (code-snippet str "the code"))')
+
+
+@pytest.mark.parametrize(
+    ("clause", "said"),
+    [
+        ("(fail)", "`(fail ...)` in step 'stop' of defworkflow 'f' is empty."),
+        ('(fail (reason ok) (mesage "x"))', "mesage"),
+        ("(max_visits 2) (on_max_visits (too start))", "too"),
+    ],
+)
+def test_a_wrong_fail_or_on_max_visits_clause_says_what_is_wrong(clause: str, said: str) -> None:
+    from atomtask import TaskSystem, WorkflowDeclarationError
+
+    source = f'(defworkflow f (state (n int)) (steps (step start (set (n "1"))) (step stop {clause})))'
+    with pytest.raises(WorkflowDeclarationError) as raised:
+        TaskSystem(model="test").defatom(source)
+    assert said in raised.value.message

@@ -314,3 +314,14 @@ def test_an_expression_that_fails_on_a_value_gets_no_advice_about_missing_values
     assert (FailureReason.EXPRESSION_ERROR, "parse") == (error.reason, error.step)
     assert "invalid literal for int()" in error.message
     assert "Give the fields it reads a value first" not in error.message
+
+
+def test_an_expression_that_reads_a_missing_value_says_to_give_it_one() -> None:
+    doc = _counter_flow({"id": "read", "when": "state.extra.size > 1", "set": {"count": "1", "total": "1"}})
+    doc["state"].append({"name": "extra", "type": "any", "default": None})
+    system = make_system()
+    system.register_workflow(Workflow.model_validate(doc))
+    error = system.run_workflow("counter", {"text": "abc"}).error
+    assert FailureReason.EXPRESSION_ERROR == error.reason
+    assert "`state.extra` is null, so `size` cannot be read from it" in error.message
+    assert error.message.endswith("Give the fields it reads a value first (or a default).")
