@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from atomtask._task_system import TaskSystem, bundled_templates_path
+    from atomtask._task_system import TaskSystem, bundled_templates_path, extract, extract_async
     from atomtask.batch._run import BatchRun
     from atomtask.errors import (
         ApprovalError,
@@ -21,16 +21,19 @@ if TYPE_CHECKING:
         CasesFileError,
         ConfigurationError,
         CorruptCheckpointError,
+        DefaultModelWarning,
         DuplicateNameError,
         DurableRunsUnavailableError,
         MigrationError,
         RedactedInputsError,
+        RepliesFileError,
         ResumeStepMissingError,
         RunError,
         RunExistsError,
         RunNotFoundError,
         RunStateError,
         RunStoreError,
+        ScaffoldConflictError,
         SchemaError,
         SexpEvalError,
         SexpSyntaxError,
@@ -111,6 +114,7 @@ __all__ = [
     "Coercion",
     "ConfigurationError",
     "CorruptCheckpointError",
+    "DefaultModelWarning",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
     "FailureReason",
@@ -127,6 +131,7 @@ __all__ = [
     "ProviderRetries",
     "RedactedInputsError",
     "RepairMode",
+    "RepliesFileError",
     "ResponseCache",
     "ResumeStepMissingError",
     "RunError",
@@ -135,6 +140,7 @@ __all__ = [
     "RunNotFoundError",
     "RunStateError",
     "RunStoreError",
+    "ScaffoldConflictError",
     "SchemaError",
     "SexpEvalError",
     "SexpSyntaxError",
@@ -183,6 +189,8 @@ __all__ = [
     "WorkflowTypeError",
     "__version__",
     "bundled_templates_path",
+    "extract",
+    "extract_async",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__, __all__)

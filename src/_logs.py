@@ -19,10 +19,13 @@ is looked up once for all of them.
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-import structlog
+if TYPE_CHECKING:
+    import structlog
 
 __all__ = ["get_logger"]
 
@@ -39,12 +42,16 @@ def _keep_record_attributes(_: Any, __: str, event_dict: structlog.typing.EventD
     return event_dict
 
 
-_STDLIB_PROCESSORS: list[Any] = [
-    structlog.stdlib.filter_by_level,  # first: a disabled level costs one `isEnabledFor` call
-    structlog.contextvars.merge_contextvars,
-    _keep_record_attributes,
-    structlog.stdlib.render_to_log_kwargs,
-]
+@functools.cache
+def _stdlib_processors() -> list[Any]:
+    import structlog
+
+    return [
+        structlog.stdlib.filter_by_level,  # first: a disabled level costs one `isEnabledFor` call
+        structlog.contextvars.merge_contextvars,
+        _keep_record_attributes,
+        structlog.stdlib.render_to_log_kwargs,
+    ]
 
 
 class _Logger:
@@ -67,10 +74,18 @@ class _Logger:
         self._config: dict[str, Any] | None = None
 
     def current(self) -> Any:
-        """The logger events go to now (structlog's, or the standard library's), with `debug` ... `exception`.
+        """The logger events go to now (structlog's, the standard library's, or none when nothing can show
+        them), with `debug` ... `exception`.
 
         Hold it for one short piece of work only: it does not follow a later change of configuration.
         """
+        if "structlog" not in sys.modules and not logging.getLogger(self._name).isEnabledFor(logging.CRITICAL):
+            # Never imported, so never configured, and `logging` drops every level here (the `atomtask`
+            # command without `-v`): the stdlib logger below would drop the event too, so structlog (and the
+            # rich, asyncio and greenlet it imports, ~0.1 s) is not imported for it.
+            return _SILENT
+        import structlog  # at the first event, not with this module: a command that logs nothing never pays for it
+
         if structlog.is_configured():
             config = structlog.get_config()
             # One comparison, in C: a value kept from a configuration is equal to itself (`is` first), and a
@@ -82,7 +97,7 @@ class _Logger:
                 self._config = config  # kept, so the objects compared stay alive
             return self._proxy
         if self._stdlib is None:
-            self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _STDLIB_PROCESSORS, {})
+            self._stdlib = structlog.stdlib.BoundLogger(logging.getLogger(self._name), _stdlib_processors(), {})
         return self._stdlib
 
     def debug(self, event: str, **data: Any) -> None:
@@ -100,6 +115,18 @@ class _Logger:
     def exception(self, event: str, **data: Any) -> None:
         """An error event with the exception being handled (its traceback goes where logs go)."""
         self.current().exception(event, **data)
+
+
+class _Silent:
+    """The logger of an event nothing can show: every method does nothing."""
+
+    def _drop(self, event: str, **data: Any) -> None:
+        pass
+
+    debug = info = warning = error = exception = _drop
+
+
+_SILENT = _Silent()
 
 
 def get_logger(name: str) -> _Logger:

@@ -1,5 +1,6 @@
-"""What atomtask reads from the environment about the machine: where its state lives (`atomtask_home()`: the
-response cache, durable runs, ...) and which packages declarations may import code from (`env_importable()`)."""
+"""What atomtask reads from the environment about the machine: where its state lives (`atomtask_home()`, one
+folder: the response cache, durable runs, batch records, the memory store) and which packages declarations may
+import code from (`env_importable()`)."""
 
 from __future__ import annotations
 

@@ -19,22 +19,29 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
-from atomtask.errors import ConfigurationError
+from atomtask.errors import ConfigurationError, SchemaError
 from atomtask.executors._cache import CacheConfig
 from atomtask.handlers._base import BaseHandler
 from atomtask.loading._declarations import Declarations
 from atomtask.loading._model_aliases import ModelAliases
 from atomtask.loading._providers import check_model_settings, check_options
 from atomtask.loading._readers import load_paths
-from atomtask.loading._template_registry import TemplateRegistry
+from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template
 from atomtask.schemas._fields import build_models
 from atomtask.schemas._model_registry import ModelRegistry, register_builtin_schemas
-from atomtask.system._options import CallOptions, ProviderRetries, SubtaskRequest, TraceSettings, trace_settings
+from atomtask.system._options import (
+    CallOptions,
+    ProviderRetries,
+    SubtaskRequest,
+    TraceSettings,
+    trace_settings,
+)
+from atomtask.system._options import large_prompt as large_prompt_size
 from atomtask.system._results import BatchItemResult, StepVisit, TaskResult, WorkflowResult
-from atomtask.system._templates import CacheChoice, RepairMode, Template, TemplateLimits
+from atomtask.system._templates import CacheChoice, OutputFormat, OutputMode, RepairMode, Template, TemplateLimits
 from atomtask.system._workflows import Workflow
 from atomtask.workflows._registry import WorkflowRegistry
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from atomtask.batch._api import BatchOptions
@@ -49,7 +56,7 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
     from typing_extensions import Unpack
 
-__all__ = ["TaskSystem", "bundled_templates_path"]
+__all__ = ["TaskSystem", "bundled_templates_path", "extract", "extract_async"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound=BaseModel)
@@ -94,6 +101,9 @@ class TaskSystem:
             or a model string standing for another model, e.g. a `FunctionModel` for
             `"anthropic:claude-sonnet-4-5"`. They win over the files' `models:`; `system.model_aliases.add(...)`
             adds more (see `ModelAliases`).
+        large_prompt: a rendered prompt (system text and instructions) longer than this many characters runs
+            with a warning, logged (`large_prompt`) and in the result's `notes.warnings`; None (the default) reads
+            `ATOMTASK_LARGE_PROMPT`, else 1,000,000. 0 turns the warning off.
     """
 
     def __init__(
@@ -109,6 +119,7 @@ class TaskSystem:
         cache_path: str | Path | ResponseCache | None = None,
         instrument: bool | TraceSettings | None = None,
         model_aliases: Mapping[str, Model | str] | None = None,
+        large_prompt: int | None = None,
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
@@ -122,6 +133,9 @@ class TaskSystem:
             model_settings = cast("ModelSettings", checked)
         self._cache = CacheConfig(cache, cache_path)  # a given path is opened (and checked) now
         self._trace = trace_settings(instrument, os.environ)  # None: off, and OpenTelemetry is never imported
+        self._large_prompt = large_prompt_size(large_prompt, os.environ)
+        # `ask`'s templates, compiled once for each output, mode and name (they hold no model or text of their own).
+        self._asked: dict[tuple[Any, ...], CompiledTemplate] = {}
         self._executor: AtomicTaskExecutor | None = None
         self._runner: WorkflowRunner | None = None
         self._parts_lock = threading.Lock()
@@ -156,7 +170,10 @@ class TaskSystem:
 
                         tracing = Tracing(self._trace)
                     self._executor = AtomicTaskExecutor(
-                        self.templates, LLMInteractionManager(self.handler, tracing), self._cache
+                        self.templates,
+                        LLMInteractionManager(self.handler, tracing),
+                        self._cache,
+                        large_prompt=self._large_prompt,
                     )
         return self._executor
 
@@ -380,6 +397,213 @@ class TaskSystem:
         return await self.executor.execute_async(name_or_request, inputs, options, expect=expect)
 
     @overload
+    def ask(
+        self,
+        output: type[T],
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[T]: ...
+
+    @overload
+    def ask(
+        self,
+        output: str,
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[Any]: ...
+
+    def ask(
+        self,
+        output: type[Any] | str,
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[Any]:
+        """One call without a named template: `text` to the model, the answer validated into `output`.
+
+        `output` is a Pydantic class (`parsedContent` is an instance of it), a registered schema's name, or
+        `str` for a text answer; `instructions` are the system text (sent as written, never rendered), and
+        `text` the user's message. Everything else is `execute`'s: the same executor, repair, retries,
+        limits, model settings, response cache, ledger (`notes.attempts`) and tracing, as if a template named
+        `name` had been registered; `mode` picks tool, native or prompted output.
+
+        Example:
+            ```python
+            contact = system.ask(Contact, "Ada Lovelace, ada@example.com", instructions="Extract the contact.")
+            print(contact.unwrap().email)
+            ```
+
+        Raises `SchemaError` for an `output` that is neither a Pydantic class, a registered schema's name nor
+        `str`, and `ConfigurationError` for a bad `mode` or `name`; a bad model, limit or setting is a FAILED
+        result (`configuration_error`), as with `execute`.
+        """
+        asked = self._ask(output, text, instructions, mode, name, model, retries, limits, repair, model_settings, cache)
+        if isinstance(asked, TaskResult):
+            return asked
+        return self.executor.execute(*asked)
+
+    @overload
+    async def ask_async(
+        self,
+        output: type[T],
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[T]: ...
+
+    @overload
+    async def ask_async(
+        self,
+        output: str,
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[Any]: ...
+
+    async def ask_async(
+        self,
+        output: type[Any] | str,
+        text: str,
+        *,
+        instructions: str | None = None,
+        model: Model | str | None = None,
+        retries: int | None = None,
+        limits: TemplateLimits | Mapping[str, Any] | None = None,
+        repair: RepairMode | str | bool | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        cache: CacheChoice = None,
+        mode: OutputMode | str | None = None,
+        name: str = "ask",
+    ) -> TaskResult[Any]:
+        """The async form of `ask` (pydantic-ai `Agent.run`)."""
+        asked = self._ask(output, text, instructions, mode, name, model, retries, limits, repair, model_settings, cache)
+        if isinstance(asked, TaskResult):
+            return asked
+        return await self.executor.execute_async(*asked)
+
+    def _ask(
+        self,
+        output: type[Any] | str,
+        text: str,
+        instructions: str | None,
+        mode: OutputMode | str | None,
+        name: str,
+        model: Model | str | None,
+        retries: int | None,
+        limits: TemplateLimits | Mapping[str, Any] | None,
+        repair: RepairMode | str | bool | None,
+        model_settings: Mapping[str, Any] | None,
+        cache: CacheChoice,
+    ) -> tuple[CompiledTemplate, dict[str, Any], CallOptions] | TaskResult[Any]:
+        """What `ask` runs (its template, inputs and options), or the refusal; raises for a bad output, mode or name."""
+        task = self._ask_template(output, bool(instructions), mode, name)
+        inputs = {"text": text, "instructions": instructions} if instructions else {"text": text}
+        try:
+            options = check_options(
+                model=model,
+                retries=retries,
+                limits=limits,
+                repair=repair,
+                model_settings=model_settings,
+                cache=cache,
+                aliases=self.model_aliases,
+            )
+        except ConfigurationError as exc:
+            return self.executor.refuse(task, exc)
+        return task, inputs, options
+
+    def _ask_template(
+        self, output: type[Any] | str, instructed: bool, mode: OutputMode | str | None, name: str
+    ) -> CompiledTemplate:
+        """The template `ask` runs: `{{text}}` the prompt, `{{instructions}}` the system text, `output` the answer."""
+        structured = isinstance(output, str) or (isinstance(output, type) and issubclass(output, BaseModel))
+        if output is not str and not structured:
+            fix = (
+                f"pass the class `{type(output).__name__}`, not an instance"
+                if isinstance(output, BaseModel)
+                else "wrap other types in a model: `class Answer(BaseModel): value: ...`"
+            )
+            raise SchemaError(
+                f"`ask()` answers a Pydantic model class (`ask(Contact, ...)`), a registered schema's name, or `str` "
+                f"for text, not {output!r}; {fix}."
+            )
+        key = (output, instructed, mode, name)
+        compiled = self._asked.get(key)
+        if compiled is not None:
+            return compiled
+        if output is str:
+            if mode is not None:
+                raise ConfigurationError(
+                    f"`mode={mode!r}` applies to a structured answer; `ask(str, ...)` answers text."
+                )
+            answer = OutputFormat()
+        else:
+            try:
+                chosen = OutputMode.TOOL if mode is None else mode
+                answer = OutputFormat.model_validate({"schema": output, "mode": chosen})
+            except ValidationError:
+                modes = ", ".join(f"`{m.value}`" for m in OutputMode)
+                raise ConfigurationError(f"Invalid `mode={mode!r}` for `ask()`: use one of {modes}.") from None
+        try:
+            template = Template(
+                name=name,
+                params={"text": "str", **({"instructions": "str"} if instructed else {})},
+                system="{{instructions}}" if instructed else None,
+                instructions="{{text}}",
+                output_format=answer,
+            )
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+            raise ConfigurationError(f"Invalid `name={name!r}` for `ask()`: {problem}.") from None
+        compiled = compile_template(template, self.models, aliases=self.model_aliases)
+        if len(self._asked) >= 256:  # outputs made on the fly would otherwise pile up
+            self._asked.clear()
+        self._asked[key] = compiled
+        return compiled
+
+    @overload
     def execute_stream(
         self,
         name_or_request: str | SubtaskRequest,
@@ -601,6 +825,7 @@ class TaskSystem:
             expect=expect,
             on_visit=on_visit,
             on_waiting=on_waiting,
+            base_url=self.handler.base_url,
         )
 
     def resume_workflow(
@@ -615,7 +840,8 @@ class TaskSystem:
     ) -> WorkflowResult[Any]:
         """Resume the durable run `run_id` from its last checkpoint; its completed steps are not run (or paid) again.
 
-        `inputs` gives the values of its `redact: true` state fields again: they are never stored.
+        `inputs` gives the values of its `redact: true` state fields again: they are never stored. The steps go
+        to this system's `base_url`; a run started with another (`RunInfo.base_url`) logs `run_endpoint_changed`.
 
         The run's workflow must be loaded. `model=` is needed again when the run was started with a `Model`
         instance (only model strings are stored). A FAILED run goes on from the step that failed (the steps
@@ -634,6 +860,7 @@ class TaskSystem:
             on_visit=on_visit,
             inputs=inputs,
             on_waiting=on_waiting,
+            base_url=self.handler.base_url,
         )
         return run_blocking(resumed)
 
@@ -690,3 +917,88 @@ class TaskSystem:
         from atomtask.handlers._blocking import run_blocking
 
         return run_blocking(collect(self.batch(name, items, **options)))
+
+
+#: What `extract` tells the model when the caller gives no `instructions`.
+EXTRACT_INSTRUCTIONS = (
+    "Extract the information the answer's fields ask for from the user's text. Use only what the text says; "
+    "leave out what it does not say wherever the schema allows."
+)
+
+_shared: TaskSystem | None = None
+_shared_lock = threading.Lock()
+
+
+def _shared_system() -> TaskSystem:
+    """The `TaskSystem` `extract` runs on, made on first use: the model from `ATOMTASK_MODEL`, else the embedded one."""
+    global _shared
+    if _shared is None:
+        with _shared_lock:
+            if _shared is None:
+                _shared = TaskSystem()
+    return _shared
+
+
+def extract(
+    output: type[T],
+    text: str,
+    *,
+    instructions: str | None = None,
+    model: Model | str | None = None,
+    retries: int | None = None,
+    limits: TemplateLimits | Mapping[str, Any] | None = None,
+    repair: RepairMode | str | bool | None = None,
+    model_settings: Mapping[str, Any] | None = None,
+    cache: CacheChoice = None,
+) -> TaskResult[T]:
+    """Extract an `output` (a Pydantic class) from `text` in one call: `TaskSystem.ask` on a shared `TaskSystem`.
+
+    The shared system is `TaskSystem()`: its model is `model=`, else `ATOMTASK_MODEL`, else the embedded
+    `atomtask:synthetic` (made-up, schema-valid values, with a `DefaultModelWarning` once). Without
+    `instructions`, the model is told to extract what the fields ask for from the text. For a `base_url`,
+    schemas from files or a cache setting, make your own `TaskSystem` and call its `ask`.
+
+    Example:
+        ```python
+        contact = atomtask.extract(Contact, "Reach Ada Lovelace at ada@example.com").unwrap()
+        ```
+    """
+    return _shared_system().ask(
+        output,
+        text,
+        instructions=instructions or EXTRACT_INSTRUCTIONS,
+        model=model,
+        retries=retries,
+        limits=limits,
+        repair=repair,
+        model_settings=model_settings,
+        cache=cache,
+        name="extract",
+    )
+
+
+async def extract_async(
+    output: type[T],
+    text: str,
+    *,
+    instructions: str | None = None,
+    model: Model | str | None = None,
+    retries: int | None = None,
+    limits: TemplateLimits | Mapping[str, Any] | None = None,
+    repair: RepairMode | str | bool | None = None,
+    model_settings: Mapping[str, Any] | None = None,
+    cache: CacheChoice = None,
+) -> TaskResult[T]:
+    """The async form of `extract` (`TaskSystem.ask_async` on the shared `TaskSystem`)."""
+    return await _shared_system().ask_async(
+        output,
+        text,
+        instructions=instructions or EXTRACT_INSTRUCTIONS,
+        model=model,
+        retries=retries,
+        limits=limits,
+        repair=repair,
+        model_settings=model_settings,
+        cache=cache,
+        name="extract",
+    )

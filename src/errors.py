@@ -20,12 +20,15 @@ AtomTaskError
  |    |    +-- MigrationError, RunNotFoundError, CorruptCheckpointError, ResumeStepMissingError,
  |    |        ApprovalError, RunExistsError, RunStateError, RedactedInputsError
  |    +-- BatchInputError, BatchNotFoundError, CasesFileError, SexpSyntaxError
+ |    +-- RepliesFileError          `python -m atomtask.testing serve --replies FILE`: a reply it cannot read
+ |    +-- ScaffoldConflictError     `atomtask init` would overwrite files (carries their `paths`)
  +-- TaskFailedError            `TaskResult.unwrap()` on a FAILED result (carries the result)
  +-- WorkflowFailedError        `WorkflowResult.unwrap()` on a FAILED run (carries the result)
  +-- SexpEvalError              a script failed while it ran
       +-- SexpTaskFailedError, SexpWorkflowFailedError
 ScriptError (a RuntimeError)    the scripted test model cannot answer
  +-- ScriptExhaustedError
+DefaultModelWarning (a UserWarning)   no model is configured: the embedded synthetic model answers
 ```
 
 Two roots of trouble, as in pydantic-ai: a *usage* error means the developer's template, schema, file
@@ -56,16 +59,19 @@ __all__ = [
     "CasesFileError",
     "ConfigurationError",
     "CorruptCheckpointError",
+    "DefaultModelWarning",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
     "MigrationError",
     "RedactedInputsError",
+    "RepliesFileError",
     "ResumeStepMissingError",
     "RunError",
     "RunExistsError",
     "RunNotFoundError",
     "RunStateError",
     "RunStoreError",
+    "ScaffoldConflictError",
     "SchemaError",
     "ScriptError",
     "ScriptExhaustedError",
@@ -98,7 +104,9 @@ __all__ = [
     "WorkflowPathError",
     "WorkflowTypeError",
     "did_you_mean",
+    "join_sentences",
     "near_names",
+    "plural",
 ]
 
 
@@ -136,6 +144,29 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     if len(close) == 1:
         return f" Did you mean {close[0]!r}?"
     return " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+# A sentence already ends when its last character (before closing quotes and brackets) is one of these.
+_ENDS = (".", "?", "!", "…")
+
+
+def join_sentences(*parts: str) -> str:
+    """Sentences joined by one space, each ending once: `("Publish it?", "Approve it")` is `Publish it? Approve it.`
+
+    A part that already ends with `.`, `?` or `!` (before any closing quote, backtick or bracket) gets no
+    period of its own, so quoted text never reads `Tides?.` or `text..`; empty parts are skipped.
+    """
+    ended = []
+    for part in parts:
+        text = part.strip()
+        if text:
+            ended.append(text if text.rstrip("\"'`)]»").endswith(_ENDS) else text + ".")
+    return " ".join(ended)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 attempt`, `3 attempts` (a regular plural)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 class AtomTaskError(Exception):
@@ -284,6 +315,34 @@ class BatchNotFoundError(UsageError):
 
 class CasesFileError(UsageError):
     """A cases file is wrong: malformed YAML, an unknown key, an unknown template, inputs that do not fit."""
+
+
+class RepliesFileError(UsageError):
+    """A replies file of the fake provider (`serve --replies FILE`) is wrong: malformed, an unknown key, a bad value."""
+
+
+class ScaffoldConflictError(UsageError):
+    """`atomtask init` would overwrite files that exist; nothing was written.
+
+    Attributes:
+        paths: the existing files, in the order the scaffold writes them.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        listed = ", ".join(repr(p) for p in self.paths)
+        super().__init__(
+            f"`atomtask init` would overwrite {plural(len(self.paths), 'existing file')}: {listed}. Nothing was "
+            "written; choose an empty folder (`atomtask init DIR`), or pass `--force` to overwrite them."
+        )
+
+
+class DefaultModelWarning(UserWarning):
+    """No model is configured, so the embedded `atomtask:synthetic` model answers (made-up, schema-valid values).
+
+    Issued once per process, on the first task that runs on it; its text says how to configure a real
+    model. `warnings.filterwarnings("ignore", category=DefaultModelWarning)` silences it.
+    """
 
 
 class ScriptError(RuntimeError):

@@ -81,3 +81,20 @@ def test_every_run_error_is_a_usage_error_with_its_run_id(error: RunError) -> No
     """The command line prints them as usage errors; each carries `run_id`."""
     assert isinstance(error, UsageError)
     assert "r" == error.run_id
+
+
+@pytest.mark.parametrize(
+    ("parts", "joined"),
+    [
+        (("Publish Tides?", "Approve it"), "Publish Tides? Approve it."),
+        (("without surrounding text.", "Raise `retries`"), "without surrounding text. Raise `retries`."),
+        (("Stop!", "", "Go on."), "Stop! Go on."),
+        (("It said 'done.'", "Next"), "It said 'done.' Next."),
+        (("Name `x`", "(see `y`.)"), "Name `x`. (see `y`.)"),
+    ],
+)
+def test_join_sentences_ends_each_sentence_once(parts: tuple[str, ...], joined: str) -> None:
+    """Quoted text that ends a sentence itself (`?`, `!`, `.`) gets no period of its own: no `?.` or `..`."""
+    from atomtask.errors import join_sentences
+
+    assert joined == join_sentences(*parts)

@@ -19,6 +19,7 @@ EXPECTED = [
     "Coercion",
     "ConfigurationError",
     "CorruptCheckpointError",
+    "DefaultModelWarning",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
     "FailureReason",
@@ -35,6 +36,7 @@ EXPECTED = [
     "ProviderRetries",
     "RedactedInputsError",
     "RepairMode",
+    "RepliesFileError",
     "ResponseCache",
     "ResumeStepMissingError",
     "RunError",
@@ -43,6 +45,7 @@ EXPECTED = [
     "RunNotFoundError",
     "RunStateError",
     "RunStoreError",
+    "ScaffoldConflictError",
     "SchemaError",
     "SexpEvalError",
     "SexpSyntaxError",
@@ -91,6 +94,8 @@ EXPECTED = [
     "WorkflowTypeError",
     "__version__",
     "bundled_templates_path",
+    "extract",
+    "extract_async",
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, assert_type
 
@@ -11,7 +12,9 @@ import pytest
 from atomtask import (
     ConfigurationError,
     FailureReason,
+    SchemaError,
     Step,
+    TaskResult,
     TaskStatus,
     TaskSystem,
     Template,
@@ -23,7 +26,7 @@ from atomtask import (
 )
 from pydantic import BaseModel
 
-from tests.helpers import Recorder
+from tests.helpers import Recorder, user_text
 
 LIST_TEMPLATES = """
 import sys
@@ -190,3 +193,190 @@ def test_loading_workflows_does_not_import_pydantic_ai(tmp_path: Path) -> None:
     assert (
         "[]" == subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     )
+
+
+# `ask` and `extract`: one call without a named template, on the same executor as a template.
+
+
+class Contact(BaseModel):
+    name: str
+    email: str
+
+
+ADA = {"name": "Ada Lovelace", "email": "ada@example.com"}
+
+
+def test_ask_answers_the_class_given_with_the_instructions_and_text_sent_as_written() -> None:
+    """`ask(Contact, text, instructions=...)` returns a `TaskResult[Contact]`; the instructions are the system text."""
+    from atomtask.testing import scripted_model
+
+    model = scripted_model(ADA)
+    system = TaskSystem(model=model)
+    result = system.ask(Contact, "Ada Lovelace, ada@example.com", instructions="Extract the contact. {{raw}}")
+    assert_type(result, TaskResult[Contact])
+    assert Contact(**ADA) == result.unwrap()
+    assert "ask" == result.notes.template
+    assert "Extract the contact. {{raw}}" == model.calls[0].instructions  # never rendered
+    assert "Ada Lovelace, ada@example.com" == user_text(model.calls[0].messages)
+    assert [] == system.templates.names()  # nothing registered
+
+
+def test_ask_repairs_retries_and_keeps_the_ledger_like_a_template() -> None:
+    """An invalid first answer is re-asked (`retries=`), and both attempts are in `notes.attempts`."""
+    from atomtask.testing import scripted_model
+
+    system = TaskSystem(model=scripted_model({"name": "Ada"}, ADA))
+    result = system.ask(Contact, "Ada", retries=1)
+    assert TaskStatus.COMPLETE == result.status
+    assert [False, True] == [attempt.valid for attempt in result.notes.attempts]
+    failed = TaskSystem(model=scripted_model({"name": "Ada"}, ADA)).ask(Contact, "Ada", retries=0)
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == failed.error.reason  # type: ignore[union-attr]
+
+
+def test_ask_holds_to_limits_and_serves_the_response_cache() -> None:
+    """`limits=` stop the call before the model; `cache=True` serves the second identical call from the cache."""
+    from atomtask.testing import scripted_model
+
+    system = TaskSystem(model=scripted_model(ADA), cache_path=":memory:")
+    over = system.ask(Contact, "Ada " * 100, limits={"input_tokens": 20})
+    assert FailureReason.USAGE_LIMIT_EXCEEDED == over.error.reason  # type: ignore[union-attr]
+    first = TaskSystem(model=scripted_model(ADA), cache_path=":memory:")
+    assert not first.ask(Contact, "Ada", cache=True).notes.cached
+    again = first.ask(Contact, "Ada", cache=True)
+    assert (True, Contact(**ADA)) == (again.notes.cached, again.parsedContent)
+
+
+async def test_ask_async_is_ask_awaited() -> None:
+    """`await ask_async(...)` gives what `ask` gives, on the running loop."""
+    from atomtask.testing import scripted_model
+
+    result = await TaskSystem(model=scripted_model(ADA)).ask_async(Contact, "Ada", instructions="Extract.")
+    assert_type(result, TaskResult[Contact])
+    assert Contact(**ADA) == result.unwrap()
+
+
+def test_ask_str_answers_text_and_a_schema_name_a_registered_class() -> None:
+    """`ask(str, ...)` answers text; `ask("Contact", ...)` uses the registered class; a near name is suggested."""
+    from atomtask.testing import scripted_model
+
+    system = TaskSystem(model=scripted_model("Hello, Ada.", ADA))
+    system.models.register(Contact)
+    assert "Hello, Ada." == system.ask(str, "Greet Ada").unwrap()
+    assert Contact(**ADA) == system.ask("Contact", "Ada").parsedContent
+    with pytest.raises(SchemaError, match="Did you mean 'Contact'"):
+        system.ask("Contct", "Ada")
+
+
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        (int, "not <class 'int'>; wrap other types in a model"),
+        (list[Contact], "not list[tests.test_task_system.Contact]; wrap"),
+        (Contact(**ADA), "pass the class `Contact`, not an instance"),
+    ],
+)
+def test_ask_refuses_an_output_that_is_not_a_model_class(output: Any, said: str) -> None:
+    """Anything but a Pydantic class, a schema name or `str` raises a SchemaError saying what to pass."""
+    with pytest.raises(SchemaError) as raised:
+        TaskSystem(model="test").ask(output, "text")
+    assert "`ask()` answers a Pydantic model class" in raised.value.message
+    assert said in raised.value.message
+
+
+def test_ask_refuses_a_bad_mode_or_name_and_fails_a_bad_model_like_execute() -> None:
+    """A bad `mode` or `name` raises ConfigurationError; a bad model is a FAILED `configuration_error` result."""
+    system = TaskSystem(model="test")
+    with pytest.raises(ConfigurationError, match="use one of `tool`, `native`, `prompted`"):
+        system.ask(Contact, "text", mode="nativ")
+    with pytest.raises(ConfigurationError, match="Invalid `name='a b'` for `ask\\(\\)`"):
+        system.ask(Contact, "text", name="a b")
+    with pytest.raises(ConfigurationError, match="applies to a structured answer"):
+        system.ask(str, "text", mode="native")
+    failed = system.ask(Contact, "text", model="nope:x")
+    assert FailureReason.CONFIGURATION_ERROR == failed.error.reason  # type: ignore[union-attr]
+    assert FailureReason.INPUT_VALIDATION_FAILURE == system.ask(Contact, 12).error.reason  # type: ignore[arg-type, union-attr]
+
+
+def test_extract_runs_on_a_shared_system_with_extraction_instructions() -> None:
+    """`atomtask.extract(Contact, text)` is `ask` on one shared TaskSystem, told to extract when not told otherwise."""
+    import atomtask
+    from atomtask._task_system import EXTRACT_INSTRUCTIONS
+    from atomtask.testing import scripted_model
+
+    model = scripted_model(ADA, ADA)
+    result = atomtask.extract(Contact, "Ada Lovelace, ada@example.com", model=model)
+    assert_type(result, TaskResult[Contact])
+    assert (Contact(**ADA), "extract") == (result.unwrap(), result.notes.template)
+    assert EXTRACT_INSTRUCTIONS == model.calls[0].instructions
+    atomtask.extract(Contact, "Ada", model=model, instructions="Only the name.")
+    assert "Only the name." == model.calls[1].instructions
+
+
+async def test_extract_async_is_extract_awaited() -> None:
+    """`await atomtask.extract_async(...)` answers as `extract` does."""
+    import atomtask
+    from atomtask.testing import scripted_model
+
+    result = await atomtask.extract_async(Contact, "Ada", model=scripted_model(ADA))
+    assert Contact(**ADA) == result.unwrap()
+
+
+def test_extract_with_no_model_answers_on_the_embedded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no model anywhere, `extract` answers offline on `atomtask:synthetic`, as the CLI does."""
+    import atomtask
+
+    monkeypatch.delenv("ATOMTASK_MODEL", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", atomtask.DefaultModelWarning)
+        result = atomtask.extract(Contact, "Reach Ada Lovelace at ada@example.com")
+    assert ("atomtask:synthetic", "default") == (result.notes.model, result.notes.model_source)
+    assert isinstance(result.unwrap(), Contact)
+
+
+# `base_url` with a model that has no endpoint (issue 27, defect 8).
+
+
+def test_a_base_url_with_an_embedded_model_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`TaskSystem(model="test", base_url=...)` raises; with no model at all, the task fails `configuration_error`."""
+    monkeypatch.delenv("ATOMTASK_MODEL", raising=False)
+    with pytest.raises(ConfigurationError, match="has no endpoint"):
+        TaskSystem(model="test", base_url="http://127.0.0.1:9/v1")
+    system = TaskSystem(base_url="http://127.0.0.1:9/v1")
+    failed = system.ask(Contact, "Ada")
+    assert FailureReason.CONFIGURATION_ERROR == failed.error.reason  # type: ignore[union-attr]
+    assert failed.error.message.startswith("No model is configured, so 'atomtask:synthetic'")  # type: ignore[union-attr]
+
+
+# `large_prompt=`: a warning for a prompt larger than expected (issue 27, defect 10).
+
+
+def test_a_large_prompt_runs_with_a_warning_in_the_log_and_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over `large_prompt` characters the task still runs, logs `large_prompt` and says so in `notes.warnings`."""
+    import structlog
+
+    monkeypatch.delenv("ATOMTASK_LARGE_PROMPT", raising=False)
+    system = TaskSystem(model="test", large_prompt=1000)
+    with structlog.testing.capture_logs() as logs:
+        big = system.ask(str, "x" * 1200)
+        small = system.ask(str, "x" * 900)
+    assert TaskStatus.COMPLETE == big.status
+    assert 1 == len(big.notes.warnings)
+    assert "is 1,200 characters long, over the 1,000 at which atomtask warns" in big.notes.warnings[0]
+    assert [] == small.notes.warnings
+    assert [("ask", 1200, 1000)] == [
+        (e["template"], e["characters"], e["limit"]) for e in logs if e["event"] == "large_prompt"
+    ]
+
+
+def test_the_large_prompt_size_comes_from_the_environment_and_zero_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ATOMTASK_LARGE_PROMPT` sets the size when `large_prompt=` is not given; 0 never warns; junk is refused."""
+    monkeypatch.setenv("ATOMTASK_LARGE_PROMPT", "10")
+    assert TaskSystem(model="test").ask(str, "x" * 20).notes.warnings
+    assert not TaskSystem(model="test", large_prompt=0).ask(str, "x" * 20).notes.warnings
+    monkeypatch.setenv("ATOMTASK_LARGE_PROMPT", "1MB")
+    with pytest.raises(ConfigurationError, match="Invalid `ATOMTASK_LARGE_PROMPT`: '1MB'"):
+        TaskSystem(model="test")
+    with pytest.raises(ConfigurationError, match="Invalid `large_prompt=`: -1"):
+        TaskSystem(model="test", large_prompt=-1)

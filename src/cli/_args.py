@@ -194,6 +194,8 @@ def _with_workflow(sub: Any, common: argparse.ArgumentParser) -> None:
     ):
         shown = actions.add_parser(action, parents=[common], help=text)
         shown.add_argument("name", help="workflow name (for `show`, or a run id)")
+        if action == "show":
+            shown.add_argument("--json", action="store_true", help="a run as JSON: each step's state and ledger")
         _with_templates(shown)
         add_db(shown)
     _with_templates(actions.add_parser("list", parents=[common], help="list the registered workflows"))
@@ -294,6 +296,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     check_arguments(
         sub.add_parser("check", parents=[common], help="check templates and schemas without calling any model")
+    )
+    from atomtask.cli import _init as init_cli  # argparse only: light
+
+    init_cli.add_arguments(
+        sub.add_parser(
+            "init",
+            parents=[common],
+            help="write a small runnable project (templates, a workflow, test cases) to start from",
+            description=init_cli.DESCRIPTION,
+        )
     )
     from atomtask.cli import _test as test_cli  # argparse only: light
 

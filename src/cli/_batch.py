@@ -14,7 +14,6 @@ otherwise, for logs and CI, or nothing with `-q`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import hashlib
 import signal
@@ -24,12 +23,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from atomtask.errors import UsageError
-from atomtask.system._options import NO_OPTIONS, CallOptions
-
 if TYPE_CHECKING:
     from atomtask.batch._run import BatchRun
     from atomtask.batch._target import BatchHost
+    from atomtask.system._options import CallOptions
     from atomtask.system._results import BatchItemResult
 
 __all__ = [
@@ -331,6 +328,7 @@ _SPEC_KEYS = (
 def prepare(args: argparse.Namespace) -> argparse.Namespace:
     """Fill in a `--resume BATCH_ID` batch's recorded arguments; refuse a batch without a name or input."""
     from atomtask.batch._record import BatchRecord
+    from atomtask.errors import UsageError
 
     if args.resume:
         record = BatchRecord(_record_db(args))
@@ -376,7 +374,7 @@ def run_command(
     err: TextIO,
     stdin: TextIO | None = None,
     *,
-    options: CallOptions = NO_OPTIONS,
+    options: CallOptions,
 ) -> int:
     """Run the batch `args` describe on `system` with the `options` its flags ask; the exit status (0, 1, 130)."""
     from atomtask.batch._items import read_items
@@ -447,6 +445,8 @@ def _results_file(output: str | None, out: TextIO) -> Iterator[TextIO]:
     try:
         sink = open(output, "w", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed below; line-buffered
     except OSError as exc:
+        from atomtask.errors import UsageError
+
         raise UsageError(f"Cannot write {output!r} ({exc.strerror}); fix `--output`.") from None
     try:
         yield sink
@@ -481,6 +481,8 @@ class _Writer:
 
 
 def _drive(run: BatchRun, sink: TextIO, err: TextIO, *, ordered: bool, quiet: bool) -> None:
+    import asyncio
+
     from atomtask.handlers._blocking import run_blocking
 
     writer = _Writer(sink, ordered=ordered)

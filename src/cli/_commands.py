@@ -89,7 +89,12 @@ def _system(args: argparse.Namespace) -> TaskSystem:
     if not paths:
         local = Path("templates")
         paths = [local if local.is_dir() else bundled_templates_path()]
-    return TaskSystem(templates=paths, base_url=getattr(args, "base_url", None), cache=getattr(args, "cache", None))
+    return TaskSystem(
+        templates=paths,
+        base_url=getattr(args, "base_url", None),
+        cache=getattr(args, "cache", None),
+        instrument=getattr(args, "instrument", None),  # `ATOMTASK_OTEL=1`: the command's exporter (`_otel`)
+    )
 
 
 def _check_output_path(args: argparse.Namespace) -> None:
@@ -146,6 +151,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     status = exit_status(result)
     if status != EXIT_USAGE and not args.quiet:
         _report(result, err)
+        for warning in _run_warnings(system, args, result):
+            print(f"atomtask: warning: {warning}", file=err)
     if args.result:
         _emit(result_json(result), args, out)
     elif result.ok:
@@ -160,6 +167,31 @@ def _report(result: TaskResult[Any], err: TextIO) -> None:
     if result.notes.default_model_notice:
         print(result.notes.default_model_notice, file=err)
     print(_status_line(result), file=err)
+
+
+def _run_warnings(system: TaskSystem, args: argparse.Namespace, result: TaskResult[Any]) -> list[str]:
+    """What the user must know about a run that went through, in the command's words (log records are for `-v`):
+    the result's own warnings (`TaskNotes.warnings`: a tool the synthetic model does not call, a large prompt),
+    a `{param}` of the template sent as written, a `--max-cost` that could not be enforced."""
+    found: list[str] = []
+    if args.name in system.templates:
+        braces = system.templates.compiled(args.name).single_braces
+        if braces:
+            first = braces[0]
+            where = f" ({first.location})" if first.location is not None else ""
+            more = f" ({len(braces) - 1} more like it)" if len(braces) > 1 else ""
+            found.append(
+                f"template {args.name!r}{where}: {first.text!r} in its {first.field} was sent to the model as "
+                f"written{more}; write `{{{{{first.param}}}}}` to insert the parameter (`atomtask check` lists them)"
+            )
+    found.extend(result.notes.warnings)  # the run's own (a large prompt, tools the synthetic model never calls)
+    usage = result.notes.usage
+    if args.max_cost is not None and usage.total_tokens and usage.cost is None:
+        found.append(
+            "`--max-cost` was not enforced: the model's prices are unknown, so its answers have no cost; "
+            "limit tokens instead (`--max-total-tokens N`)"
+        )
+    return found
 
 
 def _output_json(value: Any) -> str:
@@ -337,13 +369,15 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
         elif args.workflow_command == "approve":
             actions.approve(system, args.run_id, reject=args.reject, note=args.note, db=args.db, out=out)
         elif args.workflow_command == "show":
-            actions.show(system, args.name, out, db=args.db)
+            actions.show(system, args.name, out, db=args.db, as_json=args.json)
         else:
             actions.graph(system, args.name, out)
         return EXIT_OK
     check_model_flags(args.model)
     _check_output_path(args)
     inputs = parse_inputs(args.input, stdin)
+    if args.workflow_command == "resume":  # the endpoint the run was started with, unless told another
+        actions.use_recorded_endpoint(args, err)
     system = _system(args)
     check_model_flags(args.model, system.model_aliases)
     if args.workflow_command == "resume":  # its inputs: the `redact: true` fields, given again
@@ -362,6 +396,7 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
             quiet=args.quiet,
             run_id=args.run_id,
             db=args.db,
+            durable=args.durable,
         )
     status = workflow_exit_status(result)
     if status != EXIT_USAGE and not args.quiet:
@@ -370,9 +405,19 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
         _emit(json.dumps(_rounded(result.model_dump(mode="json")), indent=2, ensure_ascii=False), args, out)
     elif result.state is not None:
         _emit(actions.state_json(result), args, out)
-    if result.error is not None:
+    if result.error is not None and (args.quiet or not _told_by_a_step(result)):
         print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
+    actions.resume_hint(result, err, args.quiet)
     return status
+
+
+def _told_by_a_step(result: WorkflowResult[Any]) -> bool:
+    """Whether a step's status line (printed as it ran) already gave the run's error, so it is not said twice."""
+    error = result.error
+    return error is not None and any(
+        visit.error is not None and visit.error.reason is error.reason and visit.error.message == error.message
+        for visit in result.steps
+    )
 
 
 def batch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:

@@ -10,14 +10,18 @@ stderr and an exit status, never a traceback:
   as a process killed by SIGPIPE would);
 - Ctrl-C is 130; an unexpected exception is one line (the traceback with `-vv`) and 1.
 
+With `ATOMTASK_OTEL=1` the command exports its spans as the standard `OTEL_*` variables say (`_otel`).
+
 The library never prints (`atomtask._logs`); the command is the application, so it configures
 structlog and the standard library's `logging` together: atomtask's events and those of the
 libraries underneath (httpx, the provider SDKs, pydantic-ai) go through one handler on stderr with
-one renderer, console lines on a terminal and JSON otherwise. The level is WARNING by default, INFO
-with `-v`, DEBUG with `-vv`, ERROR with `-q`; below DEBUG an event's exception is one line, never a
-traceback. `configure_logging` returns a function that puts everything back, so `main(argv)` called
-from Python leaves no handler behind. Heavy imports (pydantic-ai, and through it any provider SDK)
-happen inside the commands, so `atomtask --help` and `atomtask --version` stay instant.
+one renderer, console lines on a terminal and JSON otherwise. The command says what happened in its
+own words, once (`atomtask: error: ...`, a status line, a notice), so log records are shown only when
+asked for: none by default or with `-q`, INFO and up with `-v`, DEBUG with `-vv`; below DEBUG an
+event's exception is one line, never a traceback. `configure_logging` returns a function that puts
+everything back, so `main(argv)` called from Python leaves no handler behind. Heavy imports
+(pydantic-ai, and through it any provider SDK) happen inside the commands, so `atomtask --help` and
+`atomtask --version` stay instant.
 """
 
 from __future__ import annotations
@@ -27,56 +31,76 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any, TextIO
 
 from atomtask._paths import IMPORTABLE_ENV
 from atomtask.cli._args import build_parser, log_options
 
-__all__ = ["configure_logging", "log_level", "main"]
+__all__ = ["LOGS_OFF", "configure_logging", "log_level", "main"]
+
+
+#: Above every level: no record is shown (the command reports failures and warnings itself).
+LOGS_OFF = logging.CRITICAL + 1
 
 
 def log_level(verbose: int, quiet: bool) -> int:
-    """WARNING by default; -v INFO; -vv (or more) DEBUG; -q ERROR (quiet wins)."""
-    if quiet:
-        return logging.ERROR
-    return {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    """No log records by default or with -q (quiet wins); -v INFO and up; -vv (or more) DEBUG."""
+    if quiet or verbose <= 0:
+        return LOGS_OFF
+    return logging.INFO if verbose == 1 else logging.DEBUG
 
 
 class _CommandHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generic only in typeshed
-    """The command's handler on stderr (a class of its own so it is found and removed again)."""
+    """The command's handler on stderr (a class of its own so it is found and removed again).
+
+    Its formatter (structlog's) is made for the first record it shows: a command that shows none does
+    not import structlog (~0.1 s of start-up with the rich and asyncio it imports).
+    """
+
+    def __init__(self, stream: TextIO, make_formatter: Callable[[], logging.Formatter]) -> None:
+        super().__init__(stream)
+        self._make_formatter = make_formatter
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.formatter is None:
+            self.setFormatter(self._make_formatter())
+        return super().format(record)
+
+
+def _formatter(level: int, *, use_console: bool, colors: bool) -> logging.Formatter:
+    """The command handler's formatter: atomtask's structlog events and other packages' records, one renderer."""
+    import structlog
+
+    renderer: Any = structlog.dev.ConsoleRenderer(colors=colors) if use_console else structlog.processors.JSONRenderer()
+    return structlog.stdlib.ProcessorFormatter(
+        # Records from the standard library (other packages): their level, logger and `extra` data.
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.stdlib.ExtraAdder(),
+            structlog.processors.TimeStamper(fmt="iso"),
+        ],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            *([] if level <= logging.DEBUG else [_without_traceback]),
+            *([] if use_console else [structlog.processors.format_exc_info]),
+            renderer,
+        ],
+    )
 
 
 def configure_logging(*, verbose: int, quiet: bool, fmt: str, stream: TextIO) -> Callable[[], None]:
     """Send structlog and `logging` events at the chosen level to `stream`; returns the undo function."""
-    import structlog
-
     level = log_level(verbose, quiet)
     use_console = fmt == "console" or (fmt == "auto" and _isatty(stream))
-    renderer: Any = (
-        structlog.dev.ConsoleRenderer(colors=_isatty(stream)) if use_console else structlog.processors.JSONRenderer()
-    )
-    timestamper = structlog.processors.TimeStamper(fmt="iso")
-    handler = _CommandHandler(stream)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            # Records from the standard library (other packages): their level, logger and `extra` data.
-            foreign_pre_chain=[
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.add_logger_name,
-                structlog.stdlib.ExtraAdder(),
-                timestamper,
-            ],
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                *([] if level <= logging.DEBUG else [_without_traceback]),
-                *([] if use_console else [structlog.processors.format_exc_info]),
-                renderer,
-            ],
-        )
-    )
-    was_configured = structlog.is_configured()
-    saved_config = structlog.get_config()
+    colors = _isatty(stream)
+    handler = _CommandHandler(stream, lambda: _formatter(level, use_console=use_console, colors=colors))
+    # Python warnings (a library's `CostNotFoundWarning`, a deprecation) are log records too (`py.warnings`):
+    # shown with `-v`; what the user must know the command says itself.
+    saved_showwarning = warnings.showwarning
+    logging.captureWarnings(True)
     root = logging.getLogger()
     package = logging.getLogger("atomtask")
     saved_levels = (root.level, package.level)
@@ -85,23 +109,44 @@ def configure_logging(*, verbose: int, quiet: bool, fmt: str, stream: TextIO) ->
     root.addHandler(handler)
     root.setLevel(level)
     package.setLevel(level)
+    # No record is shown and structlog was never imported (so never configured): atomtask's events go to
+    # `logging`, whose levels drop them (`atomtask._logs`), and structlog stays unimported.
+    silent = level == LOGS_OFF and "structlog" not in sys.modules
+    unconfigure = None if silent else _configure_structlog(level)
+
+    def undo() -> None:
+        root.removeHandler(handler)
+        logging.captureWarnings(False)
+        warnings.showwarning = saved_showwarning
+        root.setLevel(saved_levels[0])
+        package.setLevel(saved_levels[1])
+        if unconfigure is not None:
+            unconfigure()
+
+    return undo
+
+
+def _configure_structlog(level: int) -> Callable[[], None]:
+    """structlog's events at `level` to the command's handler (through `logging`); returns the undo function."""
+    import structlog
+
+    was_configured = structlog.is_configured()
+    saved_config = structlog.get_config()
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,
-            timestamper,
+            structlog.processors.TimeStamper(fmt="iso"),
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.make_filtering_bound_logger(level),
+        # structlog's filtering levels stop at CRITICAL; `logging` (the level set above) drops the rest.
+        wrapper_class=structlog.make_filtering_bound_logger(min(level, logging.CRITICAL)),
         cache_logger_on_first_use=False,
     )
 
     def undo() -> None:
-        root.removeHandler(handler)
-        root.setLevel(saved_levels[0])
-        package.setLevel(saved_levels[1])
         if was_configured:
             structlog.configure(**saved_config)
         else:
@@ -167,7 +212,11 @@ def main(
 
     undo = configure_logging(verbose=verbose, quiet=quiet, fmt=log_format, stream=err)
     try:
-        with allowed_imports(getattr(args, "allow_import", None) or []):
+        with warnings.catch_warnings(), allowed_imports(getattr(args, "allow_import", None) or []):
+            from atomtask.errors import DefaultModelWarning
+
+            # The commands print the default-model notice themselves (once, and not with `-q`).
+            warnings.simplefilter("ignore", DefaultModelWarning)
             return _guarded(args, out, err, stdin, verbose)
     finally:
         undo()
@@ -198,10 +247,12 @@ def allowed_imports(packages: Sequence[str]) -> Iterator[None]:
 
 
 def _guarded(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None, verbose: int) -> int:
+    from atomtask.cli._otel import command_tracing
     from atomtask.errors import UsageError
 
     try:
-        status = _dispatch(args, out, err, stdin)
+        with command_tracing(args, err):  # `ATOMTASK_OTEL=1`: spans to the `OTEL_TRACES_EXPORTER`s, flushed at the end
+            status = _dispatch(args, out, err, stdin)
         out.flush()  # inside the guard, so a closed pipe is seen here and not at exit
         return status
     except UsageError as exc:
@@ -210,8 +261,8 @@ def _guarded(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
     except BrokenPipeError:
         _silence(out)
         return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        print("atomtask: interrupted", file=err)
+    except KeyboardInterrupt as exc:  # a durable run's says how to resume it
+        print(f"atomtask: {exc}" if exc.args else "atomtask: interrupted", file=err)
         return EXIT_INTERRUPTED
     except Exception as exc:
         if verbose >= 2:
@@ -254,6 +305,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO 
         from atomtask.cli._test import run as test
 
         return test(args, out, err)
+    if args.command == "init":
+        from atomtask.cli._init import run as init
+
+        return init(args, out, err)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse only allows the above
 
 

@@ -19,7 +19,10 @@ EXIT_OK = 0
 EXIT_TASK_FAILED = 1
 MODEL_ENV = "ATOMTASK_MODEL"
 
-_DB_HELP = "the SQLite file (default: $ATOMTASK_MEMORY_DB, else ~/.local/share/atomtask/memory.sqlite3)"
+_DB_HELP = (
+    "the SQLite file (default: $ATOMTASK_MEMORY_DB, else memory.sqlite3 in $ATOMTASK_HOME, the folder of the "
+    "cache, runs and batches: ~/.local/share/atomtask by default)"
+)
 
 
 def add_memory_parser(sub: Any, *, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
@@ -92,7 +95,7 @@ def _query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         check_model_string(args.model, where="`--model`")
     elif os.environ.get(MODEL_ENV):
         check_model_string(os.environ[MODEL_ENV], where=f"the `{MODEL_ENV}` environment variable")
-    system = TaskSystem(model=args.model, base_url=args.base_url)
+    system = TaskSystem(model=args.model, base_url=args.base_url, instrument=getattr(args, "instrument", None))
     with MemorySystem(system, path=path, max_prompt_chars=args.max_prompt_chars) as memory:
         context = memory.get_relevant_context_for(args.text, limit=args.limit)
     result = context.task_result

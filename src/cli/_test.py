@@ -1,15 +1,13 @@
 """`atomtask test [PATH] [-k PATTERN] [--junit FILE] [--record [--overwrite] --model M]`: the arguments and the command.
 
-Exit status, the CLI's one rule: 0 every case passed; 1 a case failed; 2 the command could not run (a
-bad cases file, an unknown template, inputs that do not fit, no cases found). Every cases file is read
-and checked before any case runs. Only argparse is imported at module level.
+Exit status, the CLI's one rule: 0 every case passed; 1 a case failed (or `--record` refused to write one);
+2 the command could not run (a bad cases file, an unknown template, inputs that do not fit, no cases found).
+Every cases file is read and checked before any case runs. Only argparse is imported at module level.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -31,7 +29,8 @@ DESCRIPTION = (
     "says so: `answer 2 now rejected: ...`, `now read differently: field `x` was 1, now 2`."
 )
 EPILOG = (
-    "Exit status: 0 every case passed; 1 a case failed; 2 the command could not run (a bad cases file, "
+    "Exit status: 0 every case passed; 1 a case failed (or `--record` refused to write one: a run whose failure "
+    "its answers do not reproduce); 2 the command could not run (a bad cases file, "
     "an unknown template, inputs that do not fit the template, no cases found)."
 )
 
@@ -90,42 +89,20 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     prepared = _selected(_prepare_all(files, systems, args), args.pattern)
     if not prepared:
         raise UsageError(f"No case matches `-k {args.pattern}`; the cases are named in `name:` in the cases files.")
+    refused = 0
     if args.record:
-        _record(prepared, systems, args, err)
+        refused = _record(prepared, systems, args, err)
         prepared = _selected(_prepare_all(files, systems, args), args.pattern)
     from atomtask.template_tests._replay import replay
 
-    with _library_warnings_muted(_verbose(args)):
-        outcomes = [replay(case, systems[case.file.templates]) for case in prepared]
+    outcomes = [replay(case, systems[case.file.templates]) for case in prepared]
     write_text(outcomes, len({p.file.path for p in prepared}), out, quiet=bool(getattr(args, "quiet", False)))
     if args.junit:
         try:
             write_junit(outcomes, Path(args.junit))
         except OSError as exc:
             raise UsageError(f"Cannot write {args.junit!r} ({exc.strerror}); fix `--junit`.") from None
-    return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
-
-
-def _verbose(args: argparse.Namespace) -> bool:
-    return bool(int(getattr(args, "verbose", 0) or 0) + int(getattr(args, "verbose_after", 0) or 0))
-
-
-@contextlib.contextmanager
-def _library_warnings_muted(verbose: bool) -> Iterator[None]:
-    """Below ERROR, atomtask's own events (a replayed `task_failed`) stay quiet: the report says what failed.
-
-    With `-v` they are printed as the command's logging is set up to.
-    """
-    import logging
-
-    package = logging.getLogger("atomtask")
-    saved = package.level
-    if not verbose and package.getEffectiveLevel() < logging.ERROR:
-        package.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        package.setLevel(saved)
+    return EXIT_OK if all(o.passed for o in outcomes) and not refused else EXIT_FAILED
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -173,7 +150,9 @@ def _system(file: CaseFile, systems: dict[Path, TaskSystem], args: argparse.Name
                 "exist; keep the cases file in a `tests/` folder inside the templates folder, or set `templates:`.",
                 location=file.template_location,
             )
-        systems[file.templates] = TaskSystem(templates=file.templates, base_url=args.base_url)
+        systems[file.templates] = TaskSystem(
+            templates=file.templates, base_url=args.base_url, instrument=getattr(args, "instrument", None)
+        )
     return systems[file.templates]
 
 
@@ -194,10 +173,12 @@ def _selected(prepared: list[PreparedCase], pattern: str | None) -> list[Prepare
 
 def _record(
     prepared: list[PreparedCase], systems: dict[Path, TaskSystem], args: argparse.Namespace, err: TextIO
-) -> None:
-    """Record the selected cases on `--model` and write their answers into their files.
+) -> int:
+    """Record the selected cases on `--model` and write their answers into their files; returns how many were refused.
 
-    Without `--overwrite` only the cases that have no recorded answers yet are recorded.
+    Without `--overwrite` only the cases that have no recorded answers yet are recorded. A failed run is
+    written with `expect_failure: <reason>` (when the case expects nothing else), or refused when its answers
+    do not reproduce it (`Recording.refused`).
     """
     from atomtask.cli._model_flag import check_model_flags
     from atomtask.errors import CasesFileError
@@ -216,15 +197,26 @@ def _record(
             file=err,
         )
     by_file: dict[Path, list[Any]] = {}
+    refused = 0
     for item in chosen:
         recording = record_case(item, systems[item.file.templates], args.model, None)
-        by_file.setdefault(item.file.path, []).append(recording)
         result = recording.result
-        status = result.status.value if result.error is None else f"{result.status.value} ({result.error.reason.value})"
-        if not getattr(args, "quiet", False):
+        label = f"{item.file.path}::{item.case.name}"
+        if recording.refused is not None:
+            # Said even with `-q`: the case is left without what was asked for.
             print(
-                f"recorded {item.file.path}::{item.case.name}: {len(recording.answers)} answer(s), {status}", file=err
+                f"atomtask: not recorded {label}: {recording.refused}. The case is left as it was: fix the cause "
+                "and record again.",
+                file=err,
             )
+            refused += 1
+            continue
+        by_file.setdefault(item.file.path, []).append(recording)
+        status = result.status.value if result.error is None else f"{result.status.value} ({result.error.reason.value})"
+        written = f"; wrote `expect_failure: {recording.expect_failure}`" if recording.expect_failure else ""
+        if not getattr(args, "quiet", False):
+            print(f"recorded {label}: {len(recording.answers)} answer(s), {status}{written}", file=err)
     for path, recordings in by_file.items():
         text = read_source(path, error=CasesFileError)
         path.write_text(rewrite_cases(text, path, recordings), encoding="utf-8")
+    return refused

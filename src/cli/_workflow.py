@@ -20,20 +20,25 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
+    from atomtask.runs._records import RunInfo
     from atomtask.system._results import StepVisit, WorkflowResult
 
 __all__ = [
     "add_db",
     "add_durable_arguments",
     "approve",
+    "durable_wanted",
     "graph",
     "list_runs",
     "list_workflows",
     "resume",
+    "resume_hint",
     "run",
+    "run_text",
     "show",
     "state_json",
     "status_line",
+    "use_recorded_endpoint",
 ]
 
 
@@ -59,6 +64,17 @@ def add_durable_arguments(
     """`--run-id` and `--db` on `run`; the `resume RUN_ID`, `approve RUN_ID` and `runs` actions."""
     run.add_argument("--run-id", metavar="ID", help="the durable run's id (default: a new one, printed)")
     add_db(run)
+    durable = run.add_mutually_exclusive_group()
+    durable.add_argument(
+        "--durable",
+        action="store_true",
+        default=None,
+        help="checkpoint each step in the run store, to resume it (default when `atomtask[durable]` is installed, "
+        "unless $ATOMTASK_DURABLE=0)",
+    )
+    durable.add_argument(
+        "--no-durable", dest="durable", action="store_false", help="a plain run: no run id, no checkpoints, no DBOS"
+    )
     resume = actions.add_parser(
         "resume",
         parents=[common],
@@ -103,31 +119,104 @@ def run(
     quiet: bool,
     run_id: str | None = None,
     db: str | None = None,
+    durable: bool | None = None,
 ) -> WorkflowResult[Any]:
     """Run workflow `name`, printing one line per top-level step visit on `err` as it ends (none with `quiet`).
 
-    Durable (its run id printed first) when `run_id` or `db` is given, or DBOS is installed. Raises what
-    `TaskSystem.run_workflow` raises before a run (unknown workflow, bad model or settings, a used run id).
+    Durable (its run id printed first) as `durable_wanted` decides. Run inputs that do not fit the state
+    are a FAILED result before any run id exists: nothing is stored. Raises what `TaskSystem.run_workflow`
+    raises before a run (unknown workflow, bad model or settings, a used run id), and
+    `DurableRunsUnavailableError` when durability is asked for without the `durable` extra. Ctrl-C in a
+    durable run raises `KeyboardInterrupt` naming the command that resumes it.
     """
     compiled = system.workflows.compiled(name)  # an unknown name raises before the executor is built
-    if run_id is None and db is None and importlib.util.find_spec("dbos") is not None:
+    from atomtask.system._results import TaskError
+    from atomtask.workflows._state import initial_state
+
+    wanted = durable_wanted(durable, run_id=run_id, db=db)
+    on_visit = _visit_printer(compiled.name, err, quiet)
+    if not wanted or isinstance(initial_state(compiled, inputs), TaskError):
+        # Not durable, or inputs that cannot start a run: the runner's FAILED result, no run id, nothing stored.
+        return system.run_workflow(
+            name, inputs, model=model, model_settings=model_settings, limits=limits or None, on_visit=on_visit
+        )
+    if run_id is None:
         from atomtask.runs._durable import new_run_id
 
         run_id = new_run_id()
-    if run_id is not None and not quiet:
-        print(f"atomtask: run {run_id} of {compiled.name} (resume: atomtask workflow resume {run_id})", file=err)
-    on_visit = _visit_printer(compiled.name, err, quiet)
-    return system.run_workflow(
-        name,
-        inputs,
-        model=model,
-        model_settings=model_settings,
-        limits=limits or None,
-        on_visit=on_visit,
-        run_id=run_id,
-        db=db,
-        on_waiting=_waiting_printer(err),
-    )
+    if not quiet:
+        print(f"atomtask: run {run_id} of {compiled.name}", file=err)
+    try:
+        result = system.run_workflow(
+            name,
+            inputs,
+            model=model,
+            model_settings=model_settings,
+            limits=limits or None,
+            on_visit=on_visit,
+            run_id=run_id,
+            db=db,
+            on_waiting=_waiting_printer(err),
+        )
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_interrupted(run_id)) from None
+    return result
+
+
+#: `ATOMTASK_DURABLE`'s values that turn durable runs off, and on.
+_OFF = frozenset({"0", "false", "no", "off"})
+_ON = frozenset({"1", "true", "yes", "on"})
+
+
+def durable_wanted(durable: bool | None, *, run_id: str | None = None, db: str | None = None) -> bool:
+    """Whether `workflow run` is durable: `--durable`/`--no-durable`, else `--run-id`/`--db`, else `ATOMTASK_DURABLE`,
+    else whether the `durable` extra (DBOS) is installed.
+
+    Raises `ConfigurationError` for `--no-durable` with `--run-id`/`--db` or a value of `ATOMTASK_DURABLE` it
+    does not know, and `DurableRunsUnavailableError` when durability is asked for without DBOS.
+    """
+    import os
+
+    from atomtask.errors import ConfigurationError, DurableRunsUnavailableError
+
+    installed = importlib.util.find_spec("dbos") is not None
+    if durable is False:
+        if run_id is not None or db is not None:
+            flag = "--run-id" if run_id is not None else "--db"
+            raise ConfigurationError(f"`--no-durable` and `{flag}` contradict each other; drop one of them.")
+        return False
+    setting = os.environ.get("ATOMTASK_DURABLE", "").strip().lower()
+    if setting and setting not in _OFF | _ON:
+        raise ConfigurationError(
+            f"ATOMTASK_DURABLE={setting!r} is neither on nor off; set it to 1 (durable runs) or 0 (plain runs)."
+        )
+    if durable is None and run_id is None and db is None:
+        if setting in _OFF:
+            return False
+        if not installed and setting not in _ON:
+            return False
+    if not installed:
+        raise DurableRunsUnavailableError()
+    return True
+
+
+def _interrupted(run_id: str) -> str:
+    return f"interrupted: resume with `atomtask workflow resume {run_id}`"
+
+
+def resume_hint(result: WorkflowResult[Any], err: TextIO, quiet: bool) -> None:
+    """After a durable run that FAILED where resuming can help, its last line: the command that goes on from there.
+
+    None for a run a `fail:` step ended on purpose: resuming it would end it the same way.
+    """
+    from atomtask.system._results import FailureReason
+
+    if quiet or result.error is None or result.run_id is None:
+        return
+    if result.error.reason in (FailureReason.FAILED_BY_STEP, FailureReason.INPUT_VALIDATION_FAILURE):
+        return
+    at = f" from step {result.error.step!r}" if result.error.step else ""
+    print(f"atomtask: resume with `atomtask workflow resume {result.run_id}` to go on{at}", file=err)
 
 
 def resume(
@@ -148,17 +237,62 @@ def resume(
         print(f"atomtask: resuming run {run_id}", file=err)
     on_visit = _visit_printer(None, err, quiet)
     on_waiting = _waiting_printer(err)
-    return system.resume_workflow(run_id, db=db, model=model, on_visit=on_visit, inputs=inputs, on_waiting=on_waiting)
+    try:
+        result = system.resume_workflow(
+            run_id, db=db, model=model, on_visit=on_visit, inputs=inputs, on_waiting=on_waiting
+        )
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_interrupted(run_id)) from None
+    return result
+
+
+def use_recorded_endpoint(args: argparse.Namespace, err: TextIO) -> None:
+    """`resume`: send the run's steps where the run was started (`--base-url` as recorded with it).
+
+    A `--base-url` or `--model` other than the run's own wins, and one line on `err` says so (even with -q):
+    the resumed steps go elsewhere than the finished ones did. Raises `RunNotFoundError` for an unknown run.
+    """
+    from atomtask.handlers._blocking import run_blocking
+    from atomtask.runs import _durable as durable
+
+    info = run_blocking(durable.show(args.run_id, db=args.db))
+    if args.base_url is None:
+        args.base_url = info.base_url
+    elif args.base_url != info.base_url:
+        was = f"--base-url {info.base_url}" if info.base_url else "the provider's own endpoint"
+        print(
+            f"atomtask: run {args.run_id} was started with {was}; its remaining steps go to --base-url {args.base_url}",
+            file=err,
+        )
+    if args.model is not None and args.model != info.model:
+        was = f"--model {info.model}" if info.model else "no --model (each step's own model)"
+        print(
+            f"atomtask: run {args.run_id} was started with {was}; its remaining steps use --model {args.model}",
+            file=err,
+        )
 
 
 def _waiting_printer(err: TextIO) -> Callable[[str, dict[str, Any]], None]:
     """Says on `err` that the run waits for an approval, how to decide, and how to leave it waiting (even with -q)."""
 
     def on_waiting(run_id: str, waiting: dict[str, Any]) -> None:
+        from atomtask.errors import join_sentences
+
+        if waiting.get("resumed"):  # it was WAITING when resumed: a decision sent since then goes on now
+            print(
+                f"atomtask: run {run_id} was WAITING at step {waiting.get('step')!r} when it stopped "
+                f"({waiting.get('message')}): it goes on now if a decision was sent since; if not, it waits for one: "
+                f"`atomtask workflow approve {run_id}` (or --reject).",
+                file=err,
+                flush=True,
+            )
+            return
         print(
-            f"atomtask: run {run_id} WAITING at step {waiting.get('step')!r}: {waiting.get('message')}. Approve from "
-            f"anywhere with `atomtask workflow approve {run_id}` (or --reject); Ctrl-C leaves it waiting: "
-            f"`atomtask workflow resume {run_id}` continues it.",
+            join_sentences(
+                f"atomtask: run {run_id} WAITING at step {waiting.get('step')!r}: {waiting.get('message')}",
+                f"Approve from anywhere with `atomtask workflow approve {run_id}` (or --reject); Ctrl-C leaves it "
+                f"waiting: `atomtask workflow resume {run_id}` continues it.",
+            ),
             file=err,
             flush=True,
         )
@@ -203,11 +337,12 @@ def state_json(result: WorkflowResult[Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def show(system: TaskSystem, name: str, out: TextIO, *, db: str | None = None) -> None:
+def show(system: TaskSystem, name: str, out: TextIO, *, db: str | None = None, as_json: bool = False) -> None:
     """The workflow's state fields (run inputs marked), steps, what each reads and writes, and where each goes.
 
-    When `name` is no registered workflow but a run id in the run store: that run as JSON, the state after
-    each completed step and each step's visits with their ledgers.
+    When `name` is no registered workflow but a run id in the run store: that run in the same readable form
+    (`run_text`); with `as_json`, as JSON: the state after each completed step and each step's visits with
+    their ledgers.
     """
     from atomtask.errors import WorkflowNotFoundError
 
@@ -225,11 +360,57 @@ def show(system: TaskSystem, name: str, out: TextIO, *, db: str | None = None) -
         except RunNotFoundError as unknown:  # neither a workflow nor a run: say both, with the close names of each
             runs = [r.run_id for r in run_blocking(durable.list_runs(db=db))]
             raise _neither(name, system.workflows.names(), runs, unknown.store) from None
-        print(json.dumps(info.as_json(checkpoints=True), indent=2, ensure_ascii=False), file=out)
+        if as_json:
+            print(json.dumps(info.as_json(checkpoints=True), indent=2, ensure_ascii=False), file=out)
+        else:
+            out.write(run_text(info))
         return
     from atomtask.workflows._graph import dataflow_summary
 
     out.write(dataflow_summary(compiled))
+
+
+#: The widest a state value is shown in `run_text` before it is cut.
+_VALUE_WIDTH = 70
+
+
+def run_text(info: RunInfo) -> str:
+    """A stored run as `workflow show RUN_ID` prints it: status, workflow, what it waits for or why it failed,
+    its steps with their status, its state after its last completed step, and the command that goes on."""
+    from atomtask.workflows._graph import visit_line
+
+    version = f" (version {info.version})" if info.version else ""
+    lines = [f"run {info.run_id}: workflow {info.workflow}{version}", f"  status: {info.status}"]
+    if info.waiting is not None:
+        lines.append(f"  waiting: step {info.waiting.get('step')!r}: {info.waiting.get('message')}")
+    if info.error:
+        lines.append(f"  failure: {info.reason + ': ' if info.reason else ''}{info.error}")
+    if info.model or info.base_url:
+        lines.append(f"  model: {info.model or '-'}" + (f" at {info.base_url}" if info.base_url else ""))
+    cost = f", ${info.usage.cost:.4f}" if info.usage.cost is not None else ""
+    lines.append(f"  usage: {info.usage.requests} requests, {info.usage.total_tokens} tokens{cost}")
+    stamps = [(label, ms) for label, ms in (("started", info.created_ms), ("updated", info.updated_ms)) if ms]
+    if stamps:
+        lines.append("  " + ", ".join(f"{label} {_when(ms)}" for label, ms in stamps))
+    lines.append("steps:" if info.checkpoints else "steps: none completed")
+    lines.extend(f"  {visit_line(visit)}" for c in info.checkpoints for visit in c.visits)
+    if info.checkpoints:
+        last = info.checkpoints[-1]
+        lines.append(f"state after {last.step!r}:")
+        for field, value in last.state.items():
+            shown = json.dumps(value, ensure_ascii=False, default=str)
+            cut = shown if len(shown) <= _VALUE_WIDTH else shown[: _VALUE_WIDTH - 3] + "..."
+            lines.append(f"  {field}: {cut}")
+    if info.status == "WAITING":
+        lines.append(f"next: `atomtask workflow approve {info.run_id}` (or --reject)")
+    elif info.status in ("PENDING", "FAILED", "ERROR") and info.reason != "failed_by_step":
+        lines.append(f"next: `atomtask workflow resume {info.run_id}`")
+    lines.append(f"(the whole record: `atomtask workflow show {info.run_id} --json`)")
+    return "\n".join(lines) + "\n"
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _neither(name: str, workflows: list[str], runs: list[str], store: str) -> Exception:

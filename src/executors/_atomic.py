@@ -16,13 +16,20 @@ when the caller is already inside a running event loop (Jupyter, a FastAPI handl
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import sys
+import threading
 import time
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeAlias
 
 import attrs
 from atomtask._logs import get_logger
-from atomtask.errors import RenderError, TemplateNotFoundError, UsageError
+from atomtask.errors import DefaultModelWarning, RenderError, TemplateNotFoundError, UsageError
 from atomtask.executors._cache import CacheConfig, CachePlan, schema_fingerprint
 from atomtask.executors._prompts import render, validate_inputs
 from atomtask.handlers._base import BaseHandler, ModelChoice
@@ -31,15 +38,19 @@ from atomtask.handlers._ledger import usage_total
 from atomtask.handlers._llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry
 from atomtask.system._media import media_inputs
-from atomtask.system._options import NO_OPTIONS, CallOptions, SubtaskRequest
+from atomtask.system._options import LARGE_PROMPT, NO_OPTIONS, CallOptions, SubtaskRequest
 from atomtask.system._results import FailureReason, TaskError, TaskNotes, TaskResult, TaskStatus
 from atomtask.system._templates import CachePolicy, RepairMode, TemplateLimits
 
-__all__ = ["AtomicTaskExecutor", "Resolved", "resolve_options"]
+__all__ = ["AtomicTaskExecutor", "Resolved", "TaskRef", "resolve_options"]
 
 log = get_logger(__name__)
 # Parametrised once: pydantic's `TaskResult[Any]` lookup costs about a millisecond inside a run.
 _Result = TaskResult[Any]
+
+#: What a run names: a registered template, a step's request for one, or a template compiled for this
+#: call only (`TaskSystem.ask`), which runs exactly as a registered one does.
+TaskRef: TypeAlias = str | SubtaskRequest | CompiledTemplate
 
 
 @attrs.define(kw_only=True)  # one per call, read-only by convention (see `ModelCall`)
@@ -103,6 +114,7 @@ class _Prepared:
     started: float
     events: Any  # the task's logger, looked up once (`logs.current`) for all its events
     cache: CachePlan | None = None
+    warnings: list[str] = attrs.field(factory=list)  # for `TaskNotes.warnings`
 
 
 class AtomicTaskExecutor:
@@ -116,16 +128,23 @@ class AtomicTaskExecutor:
     """
 
     def __init__(
-        self, templates: TemplateRegistry, manager: LLMInteractionManager, cache: CacheConfig | None = None
+        self,
+        templates: TemplateRegistry,
+        manager: LLMInteractionManager,
+        cache: CacheConfig | None = None,
+        *,
+        large_prompt: int = LARGE_PROMPT,
     ) -> None:
         self.templates = templates
         self.manager = manager
         self.cache = cache if cache is not None else CacheConfig()
+        #: A rendered prompt longer than this many characters runs with a warning (0: never warn).
+        self.large_prompt = large_prompt
         self._default_notice_logged = False
 
     def execute(
         self,
-        name_or_request: str | SubtaskRequest,
+        name_or_request: TaskRef,
         inputs: Mapping[str, Any] | None = None,
         options: CallOptions = NO_OPTIONS,
         *,
@@ -146,7 +165,7 @@ class AtomicTaskExecutor:
 
     async def execute_async(
         self,
-        name_or_request: str | SubtaskRequest,
+        name_or_request: TaskRef,
         inputs: Mapping[str, Any] | None = None,
         options: CallOptions = NO_OPTIONS,
         *,
@@ -160,17 +179,18 @@ class AtomicTaskExecutor:
                 return prepared
             return self._finish(prepared, await self.manager.run(prepared.call))
         run = self._run(name_or_request, inputs, options, expect)  # prepared inside the span
-        return await tracing.task(name_or_request, run, templates=self.templates, fingerprint=schema_fingerprint)
+        named = name_or_request.name if isinstance(name_or_request, CompiledTemplate) else name_or_request
+        return await tracing.task(named, run, templates=self.templates, fingerprint=schema_fingerprint)
 
-    def refuse(self, name_or_request: str | SubtaskRequest, problem: UsageError) -> TaskResult[Any]:
+    def refuse(self, name_or_request: TaskRef, problem: UsageError) -> TaskResult[Any]:
         """The FAILED result (`configuration_error`) of a call whose options are wrong; no model is called."""
-        name = name_or_request.name if isinstance(name_or_request, SubtaskRequest) else name_or_request
+        name = name_or_request if isinstance(name_or_request, str) else name_or_request.name
         error = TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=problem.message)
         return _failed(name, time.perf_counter(), error)
 
     async def _run(
         self,
-        name_or_request: str | SubtaskRequest,
+        name_or_request: TaskRef,
         inputs: Mapping[str, Any] | None,
         options: CallOptions,
         expect: type[Any] | None,
@@ -182,7 +202,7 @@ class AtomicTaskExecutor:
 
     def _prepare(
         self,
-        name_or_request: str | SubtaskRequest,
+        name_or_request: TaskRef,
         inputs: Mapping[str, Any] | None,
         options: CallOptions,
         expect: type[Any] | None,
@@ -194,22 +214,27 @@ class AtomicTaskExecutor:
             inputs = {**name_or_request.inputs, **(inputs or {})}
             if options.model is None and name_or_request.model is not None:
                 options = attrs.evolve(options, model=name_or_request.model)
+        elif isinstance(name_or_request, CompiledTemplate):
+            name = name_or_request.name
         else:
             name = name_or_request
         events = log.current()
         events.info("task_started", template=name)
-        try:
-            compiled = self.templates.compiled(name)
-        except TemplateNotFoundError as exc:
-            return _failed(
-                name,
-                started,
-                TaskError(
-                    reason=FailureReason.TEMPLATE_NOT_FOUND,
-                    message=exc.message,
-                    details={"suggestions": exc.suggestions},
-                ),
-            )
+        if isinstance(name_or_request, CompiledTemplate):
+            compiled = name_or_request
+        else:
+            try:
+                compiled = self.templates.compiled(name)
+            except TemplateNotFoundError as exc:
+                return _failed(
+                    name,
+                    started,
+                    TaskError(
+                        reason=FailureReason.TEMPLATE_NOT_FOUND,
+                        message=exc.message,
+                        details={"suggestions": exc.suggestions},
+                    ),
+                )
         template = compiled.template
         if expect is not None and not _fits(compiled, expect):
             declared = compiled.output_cls.__name__ if compiled.output_cls is not None else "str"
@@ -252,6 +277,11 @@ class AtomicTaskExecutor:
         if choice.source == "default" and not self._default_notice_logged:  # the one source with a notice
             self._default_notice_logged = True
             log.info("default_model_used", notice=choice.notice)
+            _warn_default_model(choice.notice)
+        size = len(prompt) + (len(system) if system else 0)
+        large = self.large_prompt and size > self.large_prompt
+        if large:
+            log.warning("large_prompt", template=name, characters=size, limit=self.large_prompt)
         call = ModelCall(
             template=name,
             model=choice,
@@ -268,11 +298,16 @@ class AtomicTaskExecutor:
             fixed_system=not compiled.system_placeholders,
             tools=compiled.tools,
         )
+        warned = [_large_prompt_warning(name, size, self.large_prompt)] if large else []
         if resolved.cache is None:
-            return _Prepared(call=call, started=started, events=events)
+            return _Prepared(call=call, started=started, events=events, warnings=warned)
         plan = self.cache.plan(call, resolved.cache, self.manager.handler)
         hit = self.cache.lookup(plan, call, started)
-        return hit if hit is not None else _Prepared(call=call, started=started, events=events, cache=plan)
+        if hit is not None:
+            if warned:
+                hit.notes.warnings = warned
+            return hit
+        return _Prepared(call=call, started=started, events=events, cache=plan, warnings=warned)
 
     def _finish(self, prepared: _Prepared, outcome: CallOutcome) -> TaskResult[Any]:
         """The result of the call (stored in the response cache when it is COMPLETE and the cache is on)."""
@@ -292,6 +327,7 @@ class AtomicTaskExecutor:
             models_tried=outcome.models_tried,
             default_model_notice=call.model.notice,
             media=[media.note(param) for param, media in call.media],
+            warnings=[*prepared.warnings, *outcome.warnings] if outcome.warnings else prepared.warnings,
         )
         events = prepared.events
         for attempt in outcome.attempts:
@@ -326,6 +362,50 @@ class AtomicTaskExecutor:
         if prepared.cache is not None:
             self.cache.save(prepared.cache, result)
         return result
+
+
+def _large_prompt_warning(name: str, size: int, limit: int) -> str:
+    return (
+        f"The prompt of template {name!r} is {size:,} characters long, over the {limit:,} at which atomtask "
+        "warns: check that the input is the one meant. Raise `TaskSystem(large_prompt=...)` (`ATOMTASK_LARGE_PROMPT`; "
+        "0 turns the warning off) if it is."
+    )
+
+
+#: Whether the default-model notice has been shown in this process (it is shown once, as on the CLI).
+_default_model_warned = False
+# Frames a warning should not point at: atomtask's own, and the event loop or thread a sync call ran on.
+_PASSED = (
+    str(Path(__file__).resolve().parent.parent),
+    str(Path(asyncio.__file__).parent),
+    threading.__file__,
+    str(Path(concurrent.futures.__file__).parent),
+)
+
+
+def _warn_default_model(notice: str | None) -> None:
+    """The default-model notice as a `DefaultModelWarning`, once per process, pointing at the caller's line."""
+    global _default_model_warned
+    if _default_model_warned or notice is None:
+        return
+    _default_model_warned = True
+    warnings.warn(DefaultModelWarning(notice), stacklevel=_outside_atomtask())
+
+
+def _outside_atomtask() -> int:
+    """The `stacklevel` (for the caller of this function) of the user's line that ran the task.
+
+    The first frame outside atomtask, the event loop and the threads; the task's own preparation when the
+    call came from another thread and no such frame is on this one's stack.
+    """
+    frame: FrameType | None = sys._getframe(2)  # level 2 for our caller: the one that prepared the task
+    level = 2
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_PASSED):
+            return level
+        frame = frame.f_back
+        level += 1
+    return 2
 
 
 def _fits(compiled: CompiledTemplate, expect: type[Any]) -> bool:

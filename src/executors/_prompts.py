@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
-from atomtask.errors import RenderError, did_you_mean
+from atomtask.errors import RenderError, did_you_mean, join_sentences
 from atomtask.loading._template_registry import CompiledTemplate
 from atomtask.system._results import FailureReason, TaskError
 from atomtask.system._templates import Placeholder
@@ -65,9 +65,9 @@ def _input_error(compiled: CompiledTemplate, exc: ValidationError) -> TaskError:
     listing = ", ".join(declared) or "none"
     return TaskError(
         reason=FailureReason.INPUT_VALIDATION_FAILURE,
-        # A problem ending in "Did you mean 'x'?" takes no full stop after it.
-        message=f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}"
-        f"{'' if problems and problems[-1].endswith('?') else '.'} Declared parameters: {listing}.",
+        message=join_sentences(
+            f"Invalid inputs for template {template.name!r}: {'; '.join(problems)}", f"Declared parameters: {listing}"
+        ),
         details={"params": sorted(set(params)), "errors": [str(p) for p in problems]},
     )
 

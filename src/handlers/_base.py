@@ -5,10 +5,10 @@ the `ATOMTASK_MODEL` environment variable, then the embedded default (`atomtask:
 answers offline with schema-valid made-up values) with a visible notice saying how to configure a
 real one. Whichever names it, a model alias (`ModelAliases`) is resolved here, at each choice: the
 `ModelChoice` holds the model it stands for (its `label` is the real model's, as the ledger shows
-it) and the `alias` it was named by. A `base_url` sends every model string whose pydantic-ai provider takes one to that
-endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none is refused with
-the reason. API keys are read by the provider SDKs from the environment; atomtask never stores or
-prints them.
+it) and the `alias` it was named by. A `base_url` sends every model string whose pydantic-ai provider
+takes one to that endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none,
+and an embedded system model (which has no endpoint), is refused with the reason. API keys are read by the
+provider SDKs from the environment; atomtask never stores or prints them.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
 
-__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_NOTICE", "BaseHandler", "ModelChoice", "model_label"]
+__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_NOTICE", "BaseHandler", "ModelChoice", "is_embedded", "model_label"]
 
 DEFAULT_MODEL = "atomtask:synthetic"
 MODEL_ENV = "ATOMTASK_MODEL"
 DEFAULT_MODEL_NOTICE = (
     "atomtask: no model configured, answering with the embedded synthetic model (atomtask:synthetic: made-up, "
     "schema-valid values, no LLM). Set ATOMTASK_MODEL (e.g. openai-chat:gpt-4o-mini with OPENAI_API_KEY) "
-    "or pass --model."
+    "or pass --model (in Python, `TaskSystem(model=...)`)."
 )
 
 # Providers whose pydantic-ai class names its endpoint differently.
@@ -63,6 +63,26 @@ class ModelChoice:
         return DEFAULT_MODEL_NOTICE if self.source == "default" else None
 
 
+def is_embedded(model: str) -> bool:
+    """Whether a model string names a model that runs in this process (`test`, `atomtask:synthetic`): no endpoint."""
+    return model == "test" or provider_of(model) == ATOMTASK_PROVIDER
+
+
+# The choices `base_url` goes with (`--model` with `--base-url` is a call's model): one of them that has no
+# endpoint leaves the URL unused, so it is refused. A template's own `model: test` or a fallback may be
+# local on purpose.
+_SYSTEM_WIDE = frozenset({"call", "system", "environment", "default"})
+
+
+def _no_endpoint(model: str, source: ModelSource) -> str:
+    who = "No model is configured, so" if source == "default" else "Model"
+    return (
+        f"{who} {model!r} answers in this process and has no endpoint: the `base_url` (`--base-url`) given would be "
+        "ignored. Name the server's model, e.g. `--model openai-chat:<model>` (`TaskSystem(model=...)`), "
+        "or drop `base_url`."
+    )
+
+
 def model_label(model: Model | str) -> str:
     """A printable name for a model string or instance (`provider:name`)."""
     if isinstance(model, str):
@@ -80,9 +100,11 @@ class BaseHandler:
             OpenAI-compatible server for `openai-chat:` (Ollama, vLLM, llama.cpp, a proxy), e.g.
             `http://localhost:11434/v1`, or `ollama:`, `anthropic:`, `groq:`, `mistral:`, `google:`,
             `openrouter:`... A model string whose provider takes none fails with a `configuration_error`
-            saying so; model instances and the embedded models (`atomtask:synthetic`, `test`) have no
-            endpoint and are unaffected. Without it, the SDKs' own variables (`OPENAI_BASE_URL`,
-            `ANTHROPIC_BASE_URL`, `OLLAMA_BASE_URL`, ...) still apply.
+            saying so, and so does an embedded model (`atomtask:synthetic`, `test`), which has no endpoint, when
+            it is the call's or the system's model (`model=`, `--model`, `ATOMTASK_MODEL`, or the default when
+            none is configured); a template's or a fallback's own embedded model, and model instances, are left
+            alone. Without
+            it, the SDKs' own variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `OLLAMA_BASE_URL`, ...) still apply.
         model_settings: pydantic-ai `ModelSettings` (temperature, max_tokens, timeout, ...).
         environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
@@ -102,6 +124,8 @@ class BaseHandler:
         self.model_aliases = model_aliases if model_aliases is not None else ModelAliases()
         if isinstance(model, str):
             check_model_string(model, where="the TaskSystem configuration", aliases=self.model_aliases)
+            if base_url is not None and is_embedded(model):
+                raise ConfigurationError(_no_endpoint(model, "system"))
         self.model = model
         self.base_url = base_url
         self.model_settings = model_settings
@@ -152,19 +176,22 @@ class BaseHandler:
         if not isinstance(spec, str):
             return spec
         provider = provider_of(spec)
-        if provider != ATOMTASK_PROVIDER and (self.base_url is None or provider is None):
+        embedded = is_embedded(spec)
+        if embedded and self.base_url is not None and choice.source in _SYSTEM_WIDE:
+            raise ConfigurationError(_no_endpoint(spec, choice.source))
+        if not embedded and (self.base_url is None or provider is None):
             return spec
         built = self._built.get(spec)
         if built is None:
-            built = self._embedded(spec) if provider == ATOMTASK_PROVIDER else self._with_base_url(spec)
+            built = self._embedded(spec) if embedded else self._with_base_url(spec)
             self._built[spec] = built
         return built
 
     @staticmethod
     def _embedded(spec: str) -> Model:
-        from atomtask.handlers._synthetic import synthetic_model
+        from atomtask.handlers._synthetic import embedded_model
 
-        return synthetic_model(spec.split(":", 1)[1])
+        return embedded_model(spec)
 
     def _with_base_url(self, spec: str) -> Model:
         """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class)."""

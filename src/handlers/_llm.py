@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from atomtask._logs import get_logger
-from atomtask.errors import ConfigurationError, UsageError
+from atomtask.errors import ConfigurationError, UsageError, join_sentences, plural
 from atomtask.handlers._base import BaseHandler, ModelChoice
 from atomtask.handlers._blocking import run_blocking
 from atomtask.handlers._ledger import (
@@ -58,6 +58,7 @@ from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelHTTPError,
+    ModelRetry,
     ToolRetryError,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -130,6 +131,7 @@ class CallOutcome:
     error: TaskError | None = None
     model: str | None = None
     models_tried: list[str] = attrs.field(factory=list)
+    warnings: list[str] = attrs.field(factory=list)  # for `TaskNotes.warnings`
 
 
 def configuration_error(choice: ModelChoice, exc: Exception) -> TaskError:
@@ -176,7 +178,7 @@ def budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: 
     return TaskError(
         reason=FailureReason.USAGE_LIMIT_EXCEEDED,
         message=f"The next attempt (model {choice.label!r}) would exceed {exceeded} of template {call.template!r}, "
-        f"after {len(attempts)} attempt(s) on {', '.join(map(repr, models)) or 'no model'}. Raise the "
+        f"after {plural(len(attempts), 'attempt')} on {', '.join(map(repr, models)) or 'no model'}. Raise the "
         "template's `limits` (or the call's `limits=`) if this is expected; every attempt is in `notes.attempts`.",
         details={"model": choice.label, "limits": call.limits.model_dump() if call.limits else None},
     )
@@ -197,7 +199,7 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
     if isinstance(exc, UsageLimitExceeded):
         return TaskError(
             reason=FailureReason.USAGE_LIMIT_EXCEEDED,
-            message=f"{exc} (template {call.template!r}, {len(attempts)} model call(s) made). Raise the "
+            message=f"{exc} (template {call.template!r}, {plural(len(attempts), 'model call')} made). Raise the "
             "template's `limits` if this is expected.",
             details={"model": label, "limits": call.limits.model_dump() if call.limits else None},
         )
@@ -228,15 +230,18 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
             },
         )
     if isinstance(exc, UnexpectedModelBehavior):
-        invalid = [a for a in attempts if a.errors and a.model == label]
+        # Every answer of this model drew a re-ask: a schema mismatch (`errors`) or JSON that could not be
+        # read (`parse_error`, the last answer's reason riding on the exception when it drew no feedback).
+        invalid = [a for a in attempts if a.model == label and a.fault is None and (a.errors or a.parse_error)]
         if invalid:
-            last = _describe_errors(invalid[-1].errors)
+            last = _describe_errors(invalid[-1].errors or invalid[-1].parse_error)
             return TaskError(
                 reason=FailureReason.OUTPUT_VALIDATION_FAILURE,
-                message=(
-                    f"The model's answer failed validation on all {len(invalid)} attempt(s) for template "
-                    f"{call.template!r}; last errors: {last}. Raise `retries`, tighten the instructions, or "
-                    "use a stronger model; every raw answer is in `notes.attempts`."
+                message=join_sentences(
+                    f"The model's answer failed validation on {_all(len(invalid))} for template "
+                    f"{call.template!r}; last errors: {last}",
+                    "Raise `retries`, tighten the instructions, or use a stronger model; every raw answer is in "
+                    "`notes.attempts`",
                 ),
                 details={"model": label, "attempts": len(invalid)},
             )
@@ -283,6 +288,10 @@ def _body_message(body: object) -> str | None:
     return None
 
 
+def _all(count: int) -> str:
+    return "its only attempt" if count == 1 else f"all {plural(count, 'attempt')}"
+
+
 def _describe_errors(errors: list[dict[str, Any]] | str | None) -> str:
     if not errors:
         return "none"
@@ -303,6 +312,8 @@ def errors_of_last_answer(exc: BaseException) -> list[dict[str, Any]] | None:
         return feedback_errors([list(cause.errors(include_url=False))])
     if isinstance(cause, ToolRetryError):
         return feedback_errors([cause.tool_retry.content])
+    if isinstance(cause, ModelRetry):  # repair's verdict on the last answer (it could not be read as JSON)
+        return feedback_errors([cause.message])
     return None
 
 
@@ -451,17 +462,22 @@ class _Run:
         # The call's tools: its functions' toolset, and its MCP servers once connected (`tools_connected`).
         self.toolsets: list[Any] | None = None
         self.connect = False  # it has MCP servers to connect
+        self.warnings: list[str] = []
         tools = call.tools
         if tools is not None:
             if all(provider_of(choice.label) == ATOMTASK_PROVIDER for choice in self.models):
                 # It answers the final output at once: no MCP server is started for tools it will not call.
+                note = (
+                    "atomtask:synthetic answers the final output directly and calls no tool; "
+                    "use a real model, or scripted replies (atomtask.testing), to exercise the tools"
+                )
                 log.warning(
                     "synthetic_calls_no_tools",
                     template=call.template,
                     tools=[*tools.names, *(spec.mcp.label for spec in tools.mcp)],
-                    note="atomtask:synthetic answers the final output directly and calls no tool; "
-                    "use a real model, or scripted replies (atomtask.testing), to exercise the tools",
+                    note=note,
                 )
+                self.warnings.append(f"template {call.template!r}: {note}")
             elif tools.mcp:  # the functions are on the Agent (`_agent`)
                 self.toolsets = []
                 self.connect = True
@@ -562,6 +578,7 @@ class _Run:
             error=self.error,
             model=self.tried[-1] if self.tried else None,
             models_tried=self.tried,  # the run is over: its list is handed on, not copied
+            warnings=self.warnings,
         )
 
     def _finish(self, error: TaskError | None) -> None:

@@ -51,15 +51,30 @@ import attrs
 import jsonschema.validators
 from atomtask.handlers._plausible import FORMATS, MISSING, format_value, plausible_text, propose
 from atomtask.schemas.json_schema._dialects import validator_class
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    TextPart,
+    ToolCallPart,
+    UserContent,
+)
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import _estimate_string_tokens as estimate_words  # pydantic-ai's test models' count
+from pydantic_ai.models.test import TestModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RequestUsage
 
 __all__ = [
     "SYNTHETIC_SYSTEM",
+    "CountingTestModel",
     "SyntheticModel",
+    "embedded_model",
     "prepare",
+    "request_usage",
     "synthetic_instance",
     "synthetic_model",
     "synthetic_profile",
@@ -365,7 +380,8 @@ class SyntheticModel(FunctionModel):
         return SYNTHETIC_SYSTEM
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[answer(messages, info)])
+        parts: list[ModelResponsePart] = [answer(messages, info)]
+        return ModelResponse(parts=parts, usage=request_usage(messages, parts))
 
     async def _stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         part = answer(messages, info)
@@ -382,6 +398,68 @@ def synthetic_model(name: str) -> SyntheticModel:
     if name != "synthetic":
         raise ValueError(f"No embedded model {name!r}; the only one is 'synthetic'.")
     return SyntheticModel()
+
+
+class CountingTestModel(TestModel):
+    """pydantic-ai's `TestModel` (the model string `test`), its usage counted like the synthetic model's.
+
+    `TestModel` estimates usage from the message parts alone: the instructions (a template's system
+    text) and text without spaces count for next to nothing, so limits never tripped offline.
+    """
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        response = await super().request(messages, model_settings, model_request_parameters)
+        response.usage = request_usage(messages, response.parts)
+        return response
+
+
+def embedded_model(spec: str) -> FunctionModel | TestModel:
+    """The model an embedded model string stands for: `test` or `atomtask:synthetic`."""
+    if spec == "test":
+        return CountingTestModel()
+    return synthetic_model(spec.split(":", 1)[1])
+
+
+# pydantic-ai's test models count about 50 tokens of overhead for every request, and a token for each
+# word or punctuation mark; a long run of text without spaces is counted here at 4 characters a token,
+# the usual rule of thumb, so a 60 MB blob is not "one word".
+_REQUEST_OVERHEAD: Final = 50
+_CHARS_PER_TOKEN: Final = 4
+
+
+def request_usage(messages: Sequence[ModelMessage], answer: Sequence[ModelResponsePart]) -> RequestUsage:
+    """The usage of one request to an embedded model, counted from what it received and answered.
+
+    Input: the instructions in force and every part of the conversation (the prompt, tool returns,
+    retry feedback, earlier answers), as a provider bills a request; output: the `answer`'s parts.
+    """
+    instructions = next((m.instructions for m in reversed(messages) if isinstance(m, ModelRequest)), None)
+    sent = _REQUEST_OVERHEAD + (_tokens(instructions) if instructions else 0)
+    for message in messages:
+        sent += sum(_tokens(_part_content(part)) for part in message.parts)
+    return RequestUsage(input_tokens=sent, output_tokens=sum(_tokens(_part_content(part)) for part in answer))
+
+
+def _part_content(part: Any) -> str | Sequence[UserContent]:
+    if isinstance(part, ToolCallPart):
+        return part.args_as_json_str()
+    for method in ("model_response_str", "model_response"):  # a tool's return, retry feedback
+        render = getattr(part, method, None)
+        if callable(render):
+            return str(render())
+    content = getattr(part, "content", None)
+    return content if isinstance(content, str | list | tuple) else ""
+
+
+def _tokens(content: str | Sequence[UserContent]) -> int:
+    if isinstance(content, str):
+        return max(estimate_words(content), -(-len(content) // _CHARS_PER_TOKEN))
+    return sum(_tokens(item) if isinstance(item, str) else estimate_words([item]) for item in content)
 
 
 def answer(messages: Sequence[ModelMessage], info: AgentInfo) -> TextPart | ToolCallPart:

@@ -221,7 +221,10 @@ def facts_of(declarations: Declarations) -> FileFacts:
         title = definition.json_schema.get("title") if isinstance(definition.json_schema, dict) else None
         json_names.extend(n for n in (definition.name, title) if isinstance(n, str))
     return FileFacts(
-        templates=tuple(t.name for t in declarations.templates),
+        templates=(
+            *(t.name for t in declarations.templates),
+            *(p.template.name for p in declarations.partial_templates),
+        ),
         schemas=(*(s.name for s in declarations.schemas), *json_names, *(s.name for s in declarations.python_schemas)),
         workflows=tuple(w.name for w in declarations.workflows),
         json_schemas=bool(declarations.json_schemas),

@@ -547,6 +547,20 @@ The model picks one spelling at random; validation then accepts only the exact o
     type: literal["Bug", "bug ", "feature"]   # W205 'Bug' and 'bug ' differ only by case or whitespace
 """,
     ),
+    _rule(
+        "W206",
+        "single-brace-placeholder",
+        W,
+        "a `{param}` with single braces in `instructions` or `system`: sent as written, not inserted",
+        """
+Placeholders are `{{param}}`; `{param}` naming a declared parameter is valid text, so the model receives
+the braces and the name, not the value. Almost always a brace was lost. (Registration logs it as
+`single_brace_placeholder`; check reports it here.)
+
+    params: {text: str}
+    instructions: Summarise {text}   # W206 '{text}' in the instructions of template 'summarize' is sent ...
+""",
+    ),
     # -- P3xx: provider compatibility, from what pydantic-ai does to the schema for the template's model --------
     _rule(
         "P301",

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, TypeAlias
 
-from atomtask.loading._template_registry import CompiledTemplate
+from atomtask.errors import SourceLocation
+from atomtask.loading._template_registry import CompiledTemplate, SingleBrace
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
@@ -32,6 +33,7 @@ __all__ = [
     "described_schema",
     "output_json_schema",
     "schema_issues",
+    "single_brace_issues",
     "template_issues",
 ]
 
@@ -134,6 +136,19 @@ def template_issues(compiled: CompiledTemplate) -> Iterator[tuple[str, str, str]
                 f"`instructions` never mention it. Put `{{{{{name}}}}}` where the task needs it.",
                 f"params.{name}",
             )
+
+
+def single_brace_issues(
+    template: str, braces: Iterable[SingleBrace]
+) -> Iterator[tuple[str, str, SourceLocation | None]]:
+    """(code, message, where) for each `{param}` written with single braces: sent to the model as written (W206)."""
+    for brace in braces:
+        yield (
+            "W206",
+            f"{brace.text!r} in the {brace.field} of template {template!r} is sent to the model as written: "
+            f"single braces do not insert parameter {brace.param!r}. Write `{{{{{brace.param}}}}}` to insert it.",
+            brace.location,
+        )
 
 
 def schema_issues(schema: dict[str, Any]) -> Iterator[SchemaIssue]:

@@ -47,10 +47,10 @@ from atomtask.lint._cache import FileFacts, facts_of
 from atomtask.lint._compat import Analyses, InlineAnalyses
 from atomtask.lint._findings import RULES, Finding
 from atomtask.lint._rules import output_json_schema
-from atomtask.loading._declarations import Declarations, reject_duplicate_schemas
+from atomtask.loading._declarations import Declarations, PartialTemplate, reject_duplicate_schemas
 from atomtask.loading._model_aliases import ModelAliasDef, ModelAliases
 from atomtask.loading._readers import read_file
-from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template
+from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template, single_braces
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, SchemaDef
 from atomtask.schemas._fields import build_models, flatten, schema_problems
 from atomtask.schemas._model_registry import ModelRegistry, register_builtin_schemas
@@ -63,12 +63,14 @@ from pydantic import BaseModel
 
 __all__ = [
     "CheckRun",
+    "Salvaged",
     "WorkflowProblem",
     "class_location",
     "closure",
     "find_in_file",
     "import_python",
     "raising_line",
+    "template_concerns",
     "template_problems",
     "workflow_problems",
 ]
@@ -160,8 +162,31 @@ def class_location(cls: type[BaseModel], field: str | None) -> SourceLocation | 
     return SourceLocation(file=file, line=start)
 
 
+@attrs.frozen(kw_only=True)
+class Salvaged:
+    """What of a template with errors the warnings can still read: its concerns that compiled, compiled together.
+
+    `template` is the template as declared; `compiled` holds only the concerns without a mistake (a wrong
+    parameter typed `any`, a wrong text empty, a wrong model or output format left out). `usage` says whether
+    parameter usage (W201, W202) can be judged (both texts compiled), `models` whether the model and fallbacks
+    can (P3xx: a wrong model is not replaced by the default one).
+    """
+
+    template: Template
+    compiled: CompiledTemplate
+    usage: bool
+    models: bool
+
+
 def template_problems(template: Template, models: ModelRegistry, aliases: Collection[str] = ()) -> list[UsageError]:
     """The usage errors `compile_template` raises for each concern of `template`, in declaration order."""
+    return template_concerns(template, models, aliases)[0]
+
+
+def template_concerns(
+    template: Template, models: ModelRegistry, aliases: Collection[str] = ()
+) -> tuple[list[UsageError], Salvaged | None]:
+    """`template_problems`, and what of the template compiles without them (for its warnings), if anything."""
     neutral: dict[str, Any] = {
         "params": {},
         "system": None,
@@ -185,20 +210,40 @@ def template_problems(template: Template, models: ModelRegistry, aliases: Collec
             return False
         return True
 
-    if template.model is not None:
-        attempt(model=template.model)
-    for fallback in template.fallbacks:
-        attempt(fallbacks=[fallback])
+    kept: dict[str, Any] = {}
+    model_ok = template.model is None or attempt(model=template.model)
+    if template.model is not None and model_ok:
+        kept["model"] = template.model
+    fallbacks = [fallback for fallback in template.fallbacks if attempt(fallbacks=[fallback])]
+    kept["fallbacks"] = fallbacks
     usable: dict[str, ParamSpec] = {}
     for name, spec in template.params.items():
         usable[name] = spec if attempt(params={name: spec}) else ParamSpec(type="any")
+    kept["params"] = usable
+    texts_ok = True
     for field in ("system", "instructions"):
         if getattr(template, field):
-            attempt(params=usable, **{field: getattr(template, field)})
-    if getattr(template, "model_settings", None) is not None:
-        attempt(model_settings=template.model_settings)
-    attempt(output_format=template.output_format)
-    return problems
+            if attempt(params=usable, **{field: getattr(template, field)}):
+                kept[field] = getattr(template, field)
+            else:
+                texts_ok = False
+    settings = getattr(template, "model_settings", None)
+    if settings is not None and attempt(model_settings=settings):
+        kept["model_settings"] = settings
+    if attempt(output_format=template.output_format):
+        kept["output_format"] = template.output_format
+    salvaged = None
+    if problems:
+        try:
+            compiled = compile_template(
+                template.model_copy(update={**neutral, **kept}), models, tools=False, aliases=aliases
+            )
+        except UsageError:  # concerns that compile alone but not together: no warnings rather than wrong ones
+            compiled = None
+        if compiled is not None:
+            models_ok = model_ok and len(fallbacks) == len(template.fallbacks)
+            salvaged = Salvaged(template=template, compiled=compiled, usage=texts_ok, models=models_ok)
+    return problems, salvaged
 
 
 def _all_fields(fields: Iterable[FieldDef]) -> Iterator[FieldDef]:
@@ -324,7 +369,11 @@ class CheckRun:
         register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
         self.model_aliases = ModelAliases()
         # Tools are not resolved here: their modules are imported in a helper process (`check_tools`).
-        self.templates = TemplateRegistry(self.models, resolve_tools=False, model_aliases=self.model_aliases)
+        # Its single-brace warnings are findings (W206), not log records.
+        self.templates = TemplateRegistry(
+            self.models, resolve_tools=False, model_aliases=self.model_aliases, log_warnings=False
+        )
+        self.salvaged: list[Salvaged] = []  # what of each template with errors its warnings can read
         self.with_tools: list[Template] = []  # templates that declare tools, checked by `check_tools`
         self.findings: dict[tuple[str, str, str], Finding] = {}
         self.schema_defs: dict[str, SchemaDef] = {}
@@ -389,6 +438,8 @@ class CheckRun:
         self.register_schemas(declarations.schemas)
         for template in declarations.templates:
             self.register_template(template)
+        for partial in declarations.partial_templates:
+            self.check_partial(partial)
         self._file = None
         self.check_tools()
         self.workflows.extend(declarations.workflows)
@@ -549,8 +600,12 @@ class CheckRun:
                 except UsageError as exc:
                     self.broken_schemas[schema.name] = schema.location
                     self._for(schema.location)
-                    self.add(exc)
-                    for problem in schema_problems(schema, {*known, *unique}):
+                    # Every mistake, each once: the build's own error is one of them (in other words: it
+                    # lists only the schemas it was given), unless only building finds it (a default).
+                    problems = schema_problems(schema, {*known, *unique})
+                    if not any(problem.location == exc.location for problem in problems):
+                        self.add(exc)
+                    for problem in problems:
                         self.add(problem)
         for name, cls in built.items():
             try:
@@ -571,8 +626,40 @@ class CheckRun:
             self.templates.register(template)
         except UsageError as exc:
             self.broken_templates.setdefault(template.name, template.location)
-            for problem in [exc, *template_problems(template, self.models, self.model_aliases)]:
-                self.add_template_problem(template, problem)
+            problems, salvaged = template_concerns(template, self.models, self.model_aliases)
+            self.add_template_problems(template, [exc, *problems])
+            if salvaged is not None:
+                self.salvaged.append(salvaged)
+
+    def check_partial(self, partial: PartialTemplate) -> None:
+        """Check what a reader could read of a template with shape mistakes (reported already); never registered.
+
+        Its other mistakes are reported in the same run, and its warnings, as far as they can be judged
+        without the keys left out.
+        """
+        template = partial.template
+        self.templates_seen += 1
+        self._for(template.location)
+        self.broken_templates.setdefault(template.name, template.location)
+        if template.tools:
+            self.with_tools.append(template)
+        problems, salvaged = template_concerns(template, self.models, self.model_aliases)
+        self.add_template_problems(template, problems)
+        if salvaged is None:
+            try:
+                compiled = compile_template(template, self.models, tools=False, aliases=self.model_aliases)
+            except UsageError:
+                compiled = None
+            if compiled is not None:
+                salvaged = Salvaged(template=template, compiled=compiled, usage=True, models=True)
+        if salvaged is not None:
+            dropped = partial.dropped
+            salvaged = attrs.evolve(
+                salvaged,
+                usage=salvaged.usage and "system" not in dropped,
+                models=salvaged.models and not {"model", "fallbacks"} & dropped,
+            )
+            self.salvaged.append(salvaged)
 
     def check_tools(self) -> None:
         """E130-E132 for every template registered since the last call that declares tools (see `_tool_checks`)."""
@@ -588,18 +675,27 @@ class CheckRun:
             self.note(problem.code, problem.message, origin.location if origin is not None else self._locate(template))
         self._file = None
 
-    def add_template_problem(self, template: Template, problem: UsageError) -> None:
-        """Report a template's problem; one that only says a schema it uses is unknown says why, if it is broken."""
-        name = broken_schema_in(problem.message, self.broken_schemas)
-        if isinstance(problem, SchemaError) and name is not None:
-            declared = self.broken_schemas[name]
-            at = f" at {declared}" if declared is not None else ""
-            message = (
-                f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it is "
-                "not registered (its errors are reported there). Fix that declaration."
-            )
-            problem = SchemaError(message, location=problem.location)
-        self.add(problem.with_location(self._locate(template)))
+    def add_template_problems(self, template: Template, problems: Sequence[UsageError]) -> None:
+        """Report a template's problems; one that only says a schema it uses is unknown says why, if it is broken.
+
+        That is said once per template and schema (at the first place it is used), however many of the
+        template's parameters and output use the schema: it is one mistake, made where the schema is declared.
+        """
+        told: set[str] = set()
+        for problem in problems:
+            name = broken_schema_in(problem.message, self.broken_schemas)
+            if isinstance(problem, SchemaError) and name is not None:
+                if name in told:
+                    continue
+                told.add(name)
+                declared = self.broken_schemas[name]
+                at = f" at {declared}" if declared is not None else ""
+                message = (
+                    f"Template {template.name!r} uses schema {name!r}, which is declared{at} but invalid, so it "
+                    "is not registered (its errors are reported there). Fix that declaration."
+                )
+                problem = SchemaError(message, location=problem.location)
+            self.add(problem.with_location(self._locate(template)))
 
     # -- warnings ---------------------------------------------------------------------------------------------
 
@@ -610,6 +706,8 @@ class CheckRun:
         model and mode). The P3xx analyses are asked for first: a helper process may make them meanwhile."""
         schema_rules = any(wanted(code) for code in RULES if code.startswith(("W203", "W204", "W205", "P")))
         compiled_all = [self.templates.compiled(name) for name in self.templates.names()]
+        salvaged = {id(s.compiled): s for s in self.salvaged}  # templates with errors: what they still say
+        compiled_all += [s.compiled for s in self.salvaged]
         schemas: dict[type[BaseModel], dict[str, Any]] = {}
         requests: dict[tuple[type[BaseModel], str, str], int] = {}  # -> the index of its analysis
         analysed: list[tuple[CompiledTemplate, int]] = []  # each template's analyses, noted once all are made
@@ -620,16 +718,18 @@ class CheckRun:
                 continue
             if cls not in schemas:
                 schemas[cls] = output_json_schema(cls)
-            for model in self._models_of(compiled.template) if compat_rules else ():
+            judged = compat_rules and (id(compiled) not in salvaged or salvaged[id(compiled)].models)
+            for model in self._models_of(compiled.template) if judged else ():
                 key = (cls, model, compiled.output_mode.value)
                 if key not in requests:  # templates sharing a schema, model and mode share the analysis
                     requests[key] = self.analyses.submit(schemas[cls], model, compiled.output_mode.value)
                 analysed.append((compiled, requests[key]))
-        media = self._submit_media(compiled_all) if wanted("P307") else []
+        with_models = [c for c in compiled_all if id(c) not in salvaged or salvaged[id(c)].models]
+        media = self._submit_media(with_models) if wanted("P307") else []
         described: dict[type[BaseModel], list[rules.SchemaIssue]] = {}
         for compiled in compiled_all:
             self._for(compiled.template.location)
-            self._template_warnings(compiled)
+            self._template_warnings(compiled, salvaged.get(id(compiled)))
             cls = compiled.output_cls
             if cls is None or not schema_rules:
                 continue
@@ -667,10 +767,14 @@ class CheckRun:
                 submitted.append((compiled, self.analyses.submit_media(model, params)))
         return submitted
 
-    def _template_warnings(self, compiled: CompiledTemplate) -> None:
-        template = compiled.template
-        for code, message, field in rules.template_issues(compiled):
-            self.note(code, message, template.location_of(field) or self._locate(template))
+    def _template_warnings(self, compiled: CompiledTemplate, salvaged: Salvaged | None = None) -> None:
+        template = compiled.template if salvaged is None else salvaged.template
+        if salvaged is None or salvaged.usage:  # a text with a mistake: which parameters it uses is unknown
+            for code, message, field in rules.template_issues(compiled):
+                self.note(code, message, template.location_of(field) or self._locate(template))
+        braces = compiled.single_braces if salvaged is None else tuple(single_braces(template))
+        for code, message, where in rules.single_brace_issues(template.name, braces):  # W206
+            self.note(code, message, where or self._locate(template))
         for code, message, where in output_schema_warnings(template, compiled.output_cls):  # W102, W103
             self.note(code, message, where or self._locate(template))
 

@@ -9,7 +9,7 @@ from atomtask.schemas._declarations import JsonSchemaDef, PythonSchemaDef, Schem
 from atomtask.system._templates import Template
 from atomtask.system._workflows import Workflow
 
-__all__ = ["Declarations", "Skipped", "reject_duplicate_schemas"]
+__all__ = ["Declarations", "PartialTemplate", "Skipped", "reject_duplicate_schemas"]
 
 
 @attrs.frozen(kw_only=True)
@@ -21,12 +21,26 @@ class Skipped:
 
 
 @attrs.frozen(kw_only=True)
+class PartialTemplate:
+    """A template whose file has shape mistakes (the reader reported them), read without the keys in error.
+
+    What is left still goes through the registration checks in `atomtask check`, so one run reports a
+    misplaced `temperature:` and a bad default of the same template; it is never registered. `dropped`
+    names the keys left out (a parameter whose declaration was wrong is kept as `params.NAME`, typed `any`).
+    """
+
+    template: Template
+    dropped: frozenset[str]
+
+
+@attrs.frozen(kw_only=True)
 class Declarations:
     """Templates, named schemas, workflows and model aliases read from files, in file order.
 
     `invalid_schemas` names the schemas a reader found declared but could not read (their errors are
     the reader's); `skipped` lists what was read and deliberately not taken as a declaration;
-    `model_aliases` are the `models:` entries (registered before the templates that may name them).
+    `model_aliases` are the `models:` entries (registered before the templates that may name them);
+    `partial_templates` are the templates read despite shape mistakes, for `atomtask check` only.
     """
 
     templates: list[Template] = attrs.field(factory=list)
@@ -37,6 +51,7 @@ class Declarations:
     skipped: list[Skipped] = attrs.field(factory=list)
     workflows: list[Workflow] = attrs.field(factory=list)
     model_aliases: list[ModelAliasDef] = attrs.field(factory=list)
+    partial_templates: list[PartialTemplate] = attrs.field(factory=list)
 
     def extend(self, other: Declarations) -> None:
         self.templates.extend(other.templates)
@@ -48,6 +63,7 @@ class Declarations:
         self.skipped.extend(other.skipped)
         self.workflows.extend(other.workflows)
         self.model_aliases.extend(other.model_aliases)
+        self.partial_templates.extend(other.partial_templates)
 
 
 def reject_duplicate_schemas(schemas: list[SchemaDef]) -> None:

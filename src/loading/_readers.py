@@ -20,6 +20,7 @@ UTF-8 is refused with its name, the line and column of the bad byte, and the fix
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "reader_for",
     "register_reader",
     "suffixes",
+    "with_more",
 ]
 
 log = get_logger(__name__)
@@ -151,14 +153,36 @@ def load_paths(paths: Iterable[str | Path]) -> Declarations:
     """
     from atomtask.loading._declarations import Declarations, reject_duplicate_schemas
 
+    given = list(paths)
     out = Declarations()
-    for file in declaration_files(paths):
-        errors: list[UsageError] = []
+    errors: list[UsageError] = []
+    for file in declaration_files(given):
         out.extend(read_file(file, errors))
-        if errors:
-            raise errors[0]
+    if errors:
+        raise with_more(errors[0], len(errors) - 1, given, partial=bool(out.partial_templates))
     reject_duplicate_schemas(out.schemas)
     return out
+
+
+def with_more(first: UsageError, more: int, paths: Iterable[str | Path], *, partial: bool = False) -> UsageError:
+    """`first`, its message saying how many more mistakes the files hold and how to see them all.
+
+    `partial`: a template with the mistakes may hold others that only registration finds (`atomtask check`
+    reports those too). The error keeps its type, location and suggestions.
+    """
+    if not more and not partial:
+        return first
+    where = " ".join(shlex.quote(str(p)) for p in paths) or "templates"
+    if more:
+        noun = "mistake" if more == 1 else "mistakes"
+        note = f"(and {'at least ' if partial else ''}{more} more {noun}; `atomtask check {where}` lists every one)"
+    else:
+        note = f"(`atomtask check {where}` lists every mistake of the template, not only this one)"
+    clone = type(first).__new__(type(first))
+    clone.__dict__.update(first.__dict__)
+    clone.message = f"{first.message} {note}"
+    Exception.__init__(clone, clone._render())
+    return clone
 
 
 def _read_yaml(path: Path, errors: list[UsageError]) -> Declarations:

@@ -4,9 +4,10 @@ Every mistake that can be found without calling a model is found at registration
 usage error pointing at the template's source: undeclared placeholders, unknown schemas, bad type
 strings, unknown providers, defaults that do not fit their type, unknown or mistyped model settings.
 What is suspicious but valid (a `{param}` written with single braces, sent to the model as written)
-is logged as a warning (`single_brace_placeholder`). A checked template is a `CompiledTemplate`: the
-output class, the input validator, the placeholders of each text, and its `image`, `document` and
-`audio` parameters (`system._media`: sent beside the text, so never a placeholder).
+is logged as a warning (`single_brace_placeholder`; `atomtask check` reports it as the finding W206).
+A checked template is a `CompiledTemplate`: the output class, the input validator, the placeholders of
+each text, and its `image`, `document` and `audio` parameters (`system._media`: sent beside the text,
+so never a placeholder).
 """
 
 from __future__ import annotations
@@ -419,7 +420,12 @@ class TemplateRegistry(Registry[CompiledTemplate]):
     unknown = TemplateNotFoundError
 
     def __init__(
-        self, models: ModelRegistry, *, resolve_tools: bool = True, model_aliases: ModelAliases | None = None
+        self,
+        models: ModelRegistry,
+        *,
+        resolve_tools: bool = True,
+        model_aliases: ModelAliases | None = None,
+        log_warnings: bool = True,
     ) -> None:
         super().__init__()
         self._models = models
@@ -427,6 +433,8 @@ class TemplateRegistry(Registry[CompiledTemplate]):
         self.model_aliases = model_aliases if model_aliases is not None else ModelAliases()
         #: Import and check each template's function tools (`atomtask check` does that in a helper process).
         self.resolve_tools = resolve_tools
+        #: Log what is suspicious but valid (`single_brace_placeholder`); `atomtask check` reports it as W206.
+        self.log_warnings = log_warnings
 
     def register(self, template: Template, *, replace: bool = False) -> Template:
         """Check and register `template`; returns it. Re-registering an identical template is a no-op."""
@@ -444,7 +452,7 @@ class TemplateRegistry(Registry[CompiledTemplate]):
                     location=template.location,
                 )
             self._entries[template.name] = compiled
-        if compiled.single_braces:
+        if compiled.single_braces and self.log_warnings:
             _warn_single_braces(compiled)
         return template
 

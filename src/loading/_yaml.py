@@ -8,6 +8,7 @@ a document of `templates`, `schemas`, `workflows` and `models` (model aliases) h
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from atomtask.errors import (
     UsageError,
     WorkflowDeclarationError,
 )
-from atomtask.loading._declarations import Declarations
+from atomtask.loading._declarations import Declarations, PartialTemplate
 from atomtask.loading._model_aliases import ModelAliasDef
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, PythonSchemaDef, SchemaDef
 from atomtask.schemas._sources import MAX_NESTING, too_deep
@@ -64,11 +65,15 @@ class YamlNode:
 
 
 class _DeclarationProblems(Exception):
-    """Every mistake found in one declaration (raised as the first one when errors are not collected)."""
+    """Every mistake found in one declaration (raised as the first one when errors are not collected).
 
-    def __init__(self, problems: list[UsageError]) -> None:
+    `partial` is the declaration read without the keys in error, when that much can be read (templates).
+    """
+
+    def __init__(self, problems: list[UsageError], partial: PartialTemplate | None = None) -> None:
         super().__init__(str(problems[0]))
         self.problems = problems
+        self.partial = partial
 
 
 def validation_errors(
@@ -524,6 +529,8 @@ def _declarations(doc: Any, loader: YamlLoader, file: str, errors: list[UsageErr
             )
     except (UsageError, _DeclarationProblems) as exc:
         failed = _failed(exc.problems if isinstance(exc, _DeclarationProblems) else [exc], errors)
+        if isinstance(exc, _DeclarationProblems) and exc.partial is not None:
+            failed.partial_templates.append(exc.partial)  # checked on by `atomtask check`, never registered
         name = doc.get("name")
         if (
             not {"instructions", "steps"} & set(doc)
@@ -574,18 +581,91 @@ def _template(doc: dict[str, Any], loader: YamlLoader, location: SourceLocation)
     try:
         template = Template.model_validate(doc)
     except ValidationError as exc:
-        raise _DeclarationProblems(
-            validation_errors(
-                TemplateError,
-                "template",
-                doc,
-                exc,
-                loader.nodes,
-                location,
-                keys=_declaration_keys(Template),
-                keys_at=_template_keys_at,
-            )
-        ) from None
+        problems, partial = _template_problems(doc, exc, loader, location)
+        raise _DeclarationProblems(problems, partial) from None
+    return _locate_template(template, doc, loader, location)
+
+
+# Keys the rest of a template depends on: without them (or with them wrong) nothing else can be checked.
+_ESSENTIAL_KEYS = frozenset({"name", "instructions"})
+# Passes over a template with shape mistakes: a `model_validator(mode="before")` (a misplaced model setting)
+# stops pydantic before the fields are validated, so their mistakes show once it is left out.
+_PARTIAL_PASSES = 3
+
+
+def _template_problems(
+    doc: dict[str, Any], exc: ValidationError, loader: YamlLoader, location: SourceLocation
+) -> tuple[list[UsageError], PartialTemplate | None]:
+    """Every shape mistake of a template, and the template read without them (when the rest is one).
+
+    The keys in error are left out and the rest validated again, until it validates: each pass may find
+    mistakes the one before could not reach. A wrong parameter is kept, typed `any` (its own mistake is
+    reported; its placeholders still resolve). No partial template when `name`, `instructions` or `params`
+    as a whole is wrong: the other checks would only repeat that mistake in other words.
+    """
+    problems: dict[str, UsageError] = {}
+    dropped: set[str] = set()
+    current = doc
+    nodes: collections.ChainMap[int, YamlNode] = collections.ChainMap({}, loader.nodes)
+    for _ in range(_PARTIAL_PASSES):
+        found = validation_errors(
+            TemplateError,
+            "template",
+            current,
+            exc,
+            nodes,
+            location,
+            keys=_declaration_keys(Template),
+            keys_at=_template_keys_at,
+        )
+        problems.update((str(p), p) for p in found if str(p) not in problems)
+        reduced = _without_errors(current, exc, dropped, nodes)
+        if reduced is None:
+            break
+        current = reduced
+        try:
+            template = Template.model_validate(current)
+        except ValidationError as again:
+            exc = again
+            continue
+        located = _locate_template(template, doc, loader, location)
+        return _sorted(problems.values()), PartialTemplate(template=located, dropped=frozenset(dropped))
+    return _sorted(problems.values()), None
+
+
+def _without_errors(
+    doc: dict[str, Any], exc: ValidationError, dropped: set[str], nodes: collections.ChainMap[int, YamlNode]
+) -> dict[str, Any] | None:
+    """`doc` without the top-level keys in error (`dropped` notes them; `nodes` locates the copies), or None."""
+    partial = dict(doc)
+    params = dict(doc["params"]) if isinstance(doc.get("params"), dict) else None
+    for err in exc.errors():
+        loc = err["loc"]
+        key = loc[0] if loc and isinstance(loc[0], str) else None
+        if key is None or key in _ESSENTIAL_KEYS:
+            return None
+        if key == "params":
+            if params is None or len(loc) < 2 or loc[1] not in params:
+                return None
+            params[loc[1]] = {"type": "any"}
+            dropped.add(f"params.{loc[1]}")
+            continue
+        partial.pop(key, None)
+        dropped.add(key)
+    for original, copy in ((doc, partial), (doc.get("params"), params)):
+        node = nodes.get(id(original)) if original is not None else None
+        if node is not None and copy is not None:
+            nodes.maps[0][id(copy)] = node
+    if params is not None:
+        partial["params"] = params
+    return partial
+
+
+def _sorted(problems: Iterable[UsageError]) -> list[UsageError]:
+    return sorted(problems, key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0))
+
+
+def _locate_template(template: Template, doc: dict[str, Any], loader: YamlLoader, location: SourceLocation) -> Template:
     node = loader.nodes.get(id(doc))
     origins: dict[str, TextOrigin] = {}
     if node is not None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import attrs
 from atomtask._logs import get_logger
+from atomtask._paths import atomtask_home
 from atomtask.errors import ConfigurationError, UsageError
 from atomtask.executors._prompts import render
 from atomtask.loading._template_registry import CompiledTemplate
@@ -127,6 +128,8 @@ class MemoryContext(AssociativeMatchResult):
 
 
 SCHEMA_VERSION = 1
+MEMORY_DB_ENV = "ATOMTASK_MEMORY_DB"
+MEMORY_FILE = "memory.sqlite3"
 MAX_QUERY_TERMS = 32
 """Words of a query sent to FTS5 (the rest are ignored), so a pasted page does not make a huge query."""
 
@@ -163,12 +166,13 @@ DocumentLike = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
 
 
 def default_memory_path() -> Path:
-    """`$ATOMTASK_MEMORY_DB`, else `$XDG_DATA_HOME/atomtask/memory.sqlite3` (default `~/.local/share`)."""
-    explicit = os.environ.get("ATOMTASK_MEMORY_DB")
+    """`$ATOMTASK_MEMORY_DB`, else `memory.sqlite3` in `atomtask_home()`, the one folder of atomtask's state
+    (`$ATOMTASK_HOME`, else `$XDG_DATA_HOME/atomtask`, else `~/.local/share/atomtask`), beside the response
+    cache, durable runs and batches. Read at each call."""
+    explicit = os.environ.get(MEMORY_DB_ENV)
     if explicit:
-        return Path(explicit)
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "atomtask" / "memory.sqlite3"
+        return Path(explicit).expanduser()
+    return atomtask_home() / MEMORY_FILE
 
 
 def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str | None:
@@ -355,7 +359,7 @@ class MemorySystem:
         task_system: runs the task; the shipped `associative_match` template is loaded into it if
             it has no template of that name.
         path: the SQLite file, `":memory:"`, or None for `default_memory_path()`
-            (`$ATOMTASK_MEMORY_DB`, else `~/.local/share/atomtask/memory.sqlite3`).
+            (`$ATOMTASK_MEMORY_DB`, else `$ATOMTASK_HOME/memory.sqlite3`).
         template: the template to run; it must answer the built-in `AssociativeMatchResult` (or a
             subclass; `schema: atomtask.AssociativeMatchResult` names it even when a schema of your own
             is called `AssociativeMatchResult`) and take `query` and `candidates` (and `limit`, if it

@@ -234,6 +234,10 @@ class DbosJournal:
     secrets: dict[str, Any] = attrs.field(factory=dict)
     #: Told when the run starts waiting for an approval: the run id and the wait (step, message, ...).
     on_waiting: Callable[[str, dict[str, Any]], None] | None = None
+    #: The approvals (`step#visit`) already decided in the store: replayed on resume, they wait for nothing.
+    decided: frozenset[str] = frozenset()
+    #: The approval (step, visit) the run was WAITING at when it was resumed: a decision may have been sent since.
+    resumed_wait: tuple[str, int] | None = None
     _number: int = 0
 
     async def step(
@@ -270,8 +274,9 @@ class DbosJournal:
         waiting.update(waiter())
         await DBOS.set_event_async(WAITING_EVENT, waiting)
         log.info("run_waiting", run_id=self.run_id, step=step.id, message=message, approve=self.run_id)
-        if self.on_waiting is not None:
-            self.on_waiting(self.run_id, waiting)
+        if self.on_waiting is not None and f"{step.id}#{visit}" not in self.decided:
+            again = self.resumed_wait == (step.id, visit)  # told apart: it may not wait at all now
+            self.on_waiting(self.run_id, {**waiting, "resumed": True} if again else waiting)
         received = await wait(step.step.timeout)
         await DBOS.set_event_async(WAITING_EVENT, None)
         live: list[Attempted] = []

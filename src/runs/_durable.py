@@ -61,10 +61,10 @@ from atomtask.runs._records import (
     status_name,
 )
 from atomtask.system._options import NO_OPTIONS, CallOptions
-from atomtask.system._results import StepVisit, UsageNotes, WorkflowResult
+from atomtask.system._results import StepVisit, TaskError, UsageNotes, WorkflowResult
 from atomtask.workflows._compiled import CompiledWorkflow
 from atomtask.workflows._runner import Start
-from atomtask.workflows._state import write_state
+from atomtask.workflows._state import initial_state, write_state
 from pydantic_core import to_jsonable_python
 
 __all__ = ["ResumePlan", "plan_resume"]
@@ -166,6 +166,10 @@ class _Host:
     on_waiting: Callable[[str, dict[str, Any]], None] | None = None
     #: The values of the run's `redact: true` fields: given by the caller, never stored.
     secrets: dict[str, Any] = attrs.field(factory=dict)
+    #: The approvals (`step#visit`) the resumed segment has checkpoints of (`DbosJournal.decided`).
+    decided: frozenset[str] = frozenset()
+    #: The approval (step, visit) the run was WAITING at when resumed (`DbosJournal.resumed_wait`).
+    resumed_wait: tuple[str, int] | None = None
     result: WorkflowResult[Any] | None = None
     done: threading.Event = attrs.field(factory=threading.Event)
 
@@ -186,7 +190,14 @@ async def _workflow_run(stored: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError(f"Run {run_id!r} was handed to a process that did not ask for it; resume it again.")
     try:
         compiled = host.workflows.compiled(spec.workflow)
-        journal = DbosJournal(run_id=run_id, compiled=compiled, secrets=host.secrets, on_waiting=host.on_waiting)
+        journal = DbosJournal(
+            run_id=run_id,
+            compiled=compiled,
+            secrets=host.secrets,
+            on_waiting=host.on_waiting,
+            decided=host.decided,
+            resumed_wait=host.resumed_wait,
+        )
         given = {name: host.secrets[name] for name in spec.redacted_inputs if name in host.secrets}
         result = await host.runner.run_async(
             compiled,
@@ -201,6 +212,7 @@ async def _workflow_run(stored: dict[str, Any]) -> dict[str, Any]:
         return {
             "status": result.status.value,
             "error": result.error.message if result.error is not None else None,
+            "reason": result.error.reason.value if result.error is not None else None,
             "state": plain_state(result.state, compiled.redacted_fields) if result.state is not None else None,
         }
     finally:
@@ -241,12 +253,15 @@ async def run(
     on_visit: Callable[[StepVisit], None] | None = None,
     expect: type[BaseModel] | None = None,
     on_waiting: Callable[[str, dict[str, Any]], None] | None = None,
+    base_url: str | None = None,
 ) -> WorkflowResult[Any]:
     """Run workflow `name` durably under `run_id` (else a new one); the result carries the run id.
 
     Raises before anything is stored: `WorkflowNotFoundError`, `RunExistsError` for an id already used.
-    A `Model` instance is not stored with the run: resume it with the same `model=` again. `on_waiting` is
-    told (run id, the wait: step, message) when the run stops to wait for an approval.
+    Run inputs that do not fit the state are a FAILED result (no run id), and nothing is stored either.
+    A `Model` instance is not stored with the run: resume it with the same `model=` again. `base_url` (the
+    endpoint the run's models are sent to; never a key) is stored, so a resume can use it again. `on_waiting`
+    is told (run id, the wait: step, message) when the run stops to wait for an approval.
     """
     compiled = workflows.compiled(name)
     if expect is not None and not issubclass(compiled.state_cls, expect):
@@ -254,8 +269,10 @@ async def run(
             f"Workflow {compiled.name!r} has state {compiled.state_cls.__name__}, but the caller expects "
             f"{expect.__name__}; fix `expect=` or the workflow's `state`."
         )
-    run_id = run_id or new_run_id()
     inputs = dict(inputs or {})
+    if isinstance(initial_state(compiled, inputs), TaskError):  # a run that cannot start leaves no record
+        return await runner.run_async(compiled, inputs, options, expect=expect, on_visit=on_visit)
+    run_id = run_id or new_run_id()
     secrets = {name: value for name, value in inputs.items() if name in compiled.redacted_fields}
     await _open(db)
     existing = await DBOS.get_workflow_status_async(run_id)
@@ -272,6 +289,7 @@ async def run(
         inputs=to_jsonable_python({k: v for k, v in inputs.items() if k not in secrets}),
         redacted_inputs=sorted(secrets),
         model=model if isinstance(model, str) else None,
+        base_url=base_url,
         model_settings=to_jsonable_python(dict(settings)) if settings is not None else None,
         limits=options.limits,
     )
@@ -300,8 +318,13 @@ async def resume(
     on_visit: Callable[[StepVisit], None] | None = None,
     inputs: Mapping[str, Any] | None = None,
     on_waiting: Callable[[str, dict[str, Any]], None] | None = None,
+    base_url: str | None = None,
 ) -> WorkflowResult[Any]:
     """Resume an interrupted run from its last checkpoint; its completed steps are not run again.
+
+    `base_url` is the endpoint the resuming `TaskSystem` sends to: when it is not the one the run was started
+    with (`RunInfo.base_url`), a warning (`run_endpoint_changed`) says so (the CLI's `resume` uses the
+    recorded one unless `--base-url` says otherwise).
 
     A FAILED run (a provider outage at a step, ...) goes on from the step that failed, in a new segment
     (`RUN_ID~N`) started from the state its completed steps left: they are not run or paid again. A
@@ -330,6 +353,8 @@ async def resume(
             f"`atomtask workflow show {run_id}`, or start the workflow again under a new run id.",
         )
     plan = plan_resume(run_id, segments, workflows.compiled(last.spec.workflow), retry=retry)
+    if base_url != segments[0].spec.base_url:
+        log.warning("run_endpoint_changed", run_id=run_id, recorded=segments[0].spec.base_url, now=base_url)
     secrets = dict(inputs or {})
     needed = {
         *segments[0].spec.redacted_inputs,
@@ -340,6 +365,9 @@ async def resume(
         raise RedactedInputsError(run_id, missing)
     host = _Host(workflows=workflows, runner=runner, model=model, on_visit=on_visit, secrets=secrets)
     host.on_waiting = on_waiting
+    host.decided = frozenset(f"{c.step}#{c.visit}" for c in last.checkpoints)
+    if info.waiting is not None:
+        host.resumed_wait = (str(info.waiting.get("step")), int(info.waiting.get("visit", 1)))
     with _hosts_lock:
         _hosts[run_id] = host
     try:

@@ -85,6 +85,8 @@ class RunSpec(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     redacted_inputs: list[str] = Field(default_factory=list)
     model: str | None = None
+    #: The provider's endpoint the run was started with (`--base-url`, `TaskSystem(base_url=)`); never a key.
+    base_url: str | None = None
     model_settings: dict[str, Any] | None = None
     limits: TemplateLimits | None = None
     start: RunStart | None = None
@@ -120,9 +122,14 @@ class RunInfo:
     updated_ms: int | None
     created_ms: int | None
     error: str | None = None
+    #: Why a FAILED run failed (a `FailureReason` value: `failed_by_step` for a `fail:` step), when recorded.
+    reason: str | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
     #: What a WAITING run waits for: its approval step's `step`, `message` and `timeout`.
     waiting: dict[str, Any] | None = None
+    #: The model string and the endpoint the run was started with (a resume uses them unless told otherwise).
+    model: str | None = None
+    base_url: str | None = None
 
     def as_json(self, *, checkpoints: bool = False) -> dict[str, Any]:
         """A JSON document of the run (with `checkpoints`, each step's state after it and its ledger)."""
@@ -139,6 +146,8 @@ class RunInfo:
             "updated_ms": self.updated_ms,
             "error": self.error,
             "waiting": self.waiting,
+            "model": self.model,
+            "base_url": self.base_url,
         }
         if checkpoints:
             document["steps"] = [
@@ -254,10 +263,12 @@ def run_info(
     usage = sum((v.usage for c in checkpoints for v in c.visits), UsageNotes())
     state = str(status.status)
     error: str | None = None
+    reason: str | None = None
     output = status.output if isinstance(getattr(status, "output", None), dict) else None
     if state == "SUCCESS" and output is not None:
         state = str(output.get("status", state))
         error = output.get("error")
+        reason = output.get("reason")
     elif state == "ERROR":
         error = str(status.error) if status.error is not None else None
     last = checkpoints[-1] if checkpoints else None
@@ -275,6 +286,9 @@ def run_info(
         updated_ms=status.updated_at,
         created_ms=status.created_at,
         error=error,
+        reason=reason,
         checkpoints=tuple(checkpoints),
         waiting=waiting if state == "WAITING" else None,
+        model=spec.model,
+        base_url=spec.base_url,
     )

@@ -32,6 +32,7 @@ from atomtask.schemas._type_strings import (
     TypeExpr,
     UnionType,
     is_optional,
+    near_type_names,
     parse_type,
     referenced_names,
     to_annotation,
@@ -325,24 +326,21 @@ def check_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, A
 
 
 def _unknown_references(schemas: Mapping[str, CheckedSchema], known: Mapping[str, Any]) -> Iterator[SchemaError]:
-    candidates = sorted({*schemas, *known, *BUILTIN_TYPE_NAMES})
+    candidates = sorted({*schemas, *known})
     for schema in schemas.values():
         for field in schema.fields:
             for ref in sorted(referenced_names(field.expr)):
                 if ref in schemas or ref in known:
                     continue
-                listed = ", ".join(sorted({*schemas, *known})) or "none"
-                hint = (
-                    " A nested object is `type: object` with its `fields:` under the field; any JSON object is `dict`."
-                    if ref == "object"
-                    else ""
-                )
+                listed = ", ".join(candidates) or "none"
+                near = list(dict.fromkeys([*near_type_names(ref), *near_names(ref, candidates)]))[:3]
+                suggest = f" Did you mean {' or '.join(map(repr, near))}?" if near else ""
                 yield SchemaError(
                     f"Unknown schema {ref!r} in field {field.spec.name!r} of schema {schema.spec.name!r} "
-                    f"(type {field.spec.type!r}).{did_you_mean(ref, candidates)}{hint} Known schemas: {listed}. "
+                    f"(type {field.spec.type!r}).{suggest} Known schemas: {listed}. "
                     "Declare it in a schema file or register the Python class.",
                     location=field.where,
-                    suggestions=near_names(ref, candidates),
+                    suggestions=near,
                 )
 
 
@@ -390,7 +388,7 @@ def _object_type(field_def: FieldDef) -> TypeExpr | None:
     if "type" not in field_def.model_fields_set:
         return SchemaRef(name="object")  # `fields:` alone declares a nested object
     try:
-        expr = parse_type(field_def.type)
+        expr = parse_type(field_def.type, nested_objects=True)
     except SchemaError:
         return None
     return expr if "object" in referenced_names(expr) else None

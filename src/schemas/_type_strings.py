@@ -3,6 +3,12 @@
 `str`, `int`, `float`, `bool`, `list[T]`, `dict[K, V]`, `T?`, literals (`"a" | "b"`), references to
 named schemas and unions are parsed by a tokenizer and a recursive-descent `Parser` into immutable
 type expressions, which render back to canonical text and become Python annotations.
+
+JSON Schema's type names are aliases, accepted wherever a type string is: `string`, `integer`,
+`number`, `boolean` (`str`, `int`, `float`, `bool`), `array` (any list, as bare `list`) and `object`
+(any JSON object, as bare `dict`; with `fields:` under a schema field, a nested object). A name that is
+neither a type nor a known schema but looks like a type (`integr`) is refused with the type it is near
+(`near_type_names`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ __all__ = [
     "GENERICS",
     "SCALAR_ALIASES",
     "SCALAR_ANNOTATIONS",
+    "TYPE_WORDS",
     "DictType",
     "ListType",
     "LiteralType",
@@ -34,6 +41,7 @@ __all__ = [
     "TypeExpr",
     "UnionType",
     "is_optional",
+    "near_type_names",
     "parse_type",
     "quote",
     "referenced_names",
@@ -50,9 +58,24 @@ SCALAR_ALIASES = {name: name for name in SCALAR_ANNOTATIONS} | {
     "string": "str", "integer": "int", "number": "float", "boolean": "bool"
 }  # fmt: skip
 GENERICS = ("list", "dict", "literal")
+#: JSON Schema's names of the containers, each the bare container it stands for (any item, any value).
+_CONTAINER_ALIASES = {"array": "list", "object": "dict"}
+
+#: Every word that names a builtin type by itself, and the canonical type it names.
+TYPE_WORDS: dict[str, str] = SCALAR_ALIASES | {"list": "list", "dict": "dict"} | _CONTAINER_ALIASES
 
 #: Names a schema may not take: every word the type language gives a meaning of its own.
-BUILTIN_TYPE_NAMES: frozenset[str] = frozenset(SCALAR_ALIASES) | frozenset(GENERICS)
+BUILTIN_TYPE_NAMES: frozenset[str] = frozenset(TYPE_WORDS) | frozenset(GENERICS)
+
+
+def near_type_names(name: str) -> list[str]:
+    """The builtin types `name` looks like a misspelling of, best first (`integr` -> `['int']`).
+
+    The canonical name when it is near too (`integr` is near `integer` and `int`: `int`), else the
+    alias that is (`nubmer` -> `number`); `literal` alone (it needs values) is never suggested.
+    """
+    close = near_names(name, TYPE_WORDS)
+    return list(dict.fromkeys(TYPE_WORDS[word] if TYPE_WORDS[word] in close else word for word in close))
 
 
 def _literal_key(values: tuple[LiteralValue, ...]) -> tuple[tuple[str, LiteralValue], ...]:
@@ -194,11 +217,16 @@ def _describe(token: _Token) -> str:
 
 
 class Parser:
-    """Recursive descent over the token list; every failure raises `SchemaError` via `fail`."""
+    """Recursive descent over the token list; every failure raises `SchemaError` via `fail`.
 
-    def __init__(self, text: str, location: SourceLocation | None) -> None:
+    `nested_objects`: the word `object` is a `SchemaRef` to be replaced by a nested schema (a schema
+    field with `fields:` under it) instead of any JSON object.
+    """
+
+    def __init__(self, text: str, location: SourceLocation | None, *, nested_objects: bool = False) -> None:
         self.text = text
         self.location = location
+        self.nested_objects = nested_objects
         self.tokens = self._tokenize()
         self.pos = 0
         self.depth = 0
@@ -342,6 +370,9 @@ class Parser:
         name = token.text
         if name in SCALAR_ALIASES:
             return ScalarType(name=SCALAR_ALIASES[name])
+        if name == "object" and self.nested_objects:
+            return SchemaRef(name=name, span=(token.start, token.end))
+        name = _CONTAINER_ALIASES.get(name, name)
         if name == "list":  # a list of anything, as configuration-first users write it
             return ListType(item=ScalarType(name="any"))
         if name == "dict":
@@ -393,7 +424,8 @@ class Parser:
     def bad_generic(self, head: _Token, opener: _Token) -> NoReturn:
         """A name followed by `[` that is not `list`, `dict` or `literal`: say what was meant."""
         name = head.text
-        fixes = [self.text[: head.start] + g + self.text[head.end :] for g in near_names(name, GENERICS)]
+        near = [_CONTAINER_ALIASES[name]] if name in _CONTAINER_ALIASES else near_names(name, GENERICS)
+        fixes = [self.text[: head.start] + g + self.text[head.end :] for g in near]
         args, end = self.try_args()
         rest = self.text[end:] if end is not None else ""
         if args is not None and name.lower() == "optional" and len(args) == 1:
@@ -505,7 +537,7 @@ class Parser:
 # Public functions
 
 
-def parse_type(text: str, *, location: SourceLocation | None = None) -> TypeExpr:
+def parse_type(text: str, *, location: SourceLocation | None = None, nested_objects: bool = False) -> TypeExpr:
     """Parse a type string; raises `SchemaError` naming the column and, when one is near, the fix.
 
     Example:
@@ -516,18 +548,20 @@ def parse_type(text: str, *, location: SourceLocation | None = None) -> TypeExpr
 
     Identifiers that are not builtin types parse as `SchemaRef`; whether they name a known schema is
     decided when the annotation is built (see `to_annotation`), where the known names are.
+    `nested_objects=True` reads `object` as a reference to a nested schema (see `Parser`).
     """
-    cached = _PARSED.get(text)
+    key = (text, nested_objects)
+    cached = _PARSED.get(key)
     if cached is not None:
         return cached
-    expr = Parser(text, location).parse()
+    expr = Parser(text, location, nested_objects=nested_objects).parse()
     if len(_PARSED) < _PARSED_MAX:
-        _PARSED[text] = expr
+        _PARSED[key] = expr
     return expr
 
 
 # Parsed types are immutable and the same few strings recur in every schema: parse each once.
-_PARSED: dict[str, TypeExpr] = {}
+_PARSED: dict[tuple[str, bool], TypeExpr] = {}
 _PARSED_MAX = 4096
 
 
@@ -546,6 +580,19 @@ def referenced_names(expr: TypeExpr) -> set[str]:
             return set().union(*(referenced_names(o) for o in options))
         case _:
             return set()
+
+
+def _near_type(name: str, exc: SchemaError) -> SchemaError:
+    """`exc` for an unknown schema `name`, saying which builtin type it looks like, when one is near."""
+    near = [n for n in near_type_names(name) if n not in exc.suggestions]
+    if not near:
+        return exc
+    types = " or ".join(repr(n) for n in near)
+    return SchemaError(
+        f"Unknown type {name!r}. Did you mean {types}? {exc.message}",
+        location=exc.location,
+        suggestions=[*near, *exc.suggestions],
+    )
 
 
 def strip_optional(annotation: Any) -> Any:
@@ -569,7 +616,8 @@ def to_annotation(expr: TypeExpr, resolve: Callable[[str], Any]) -> Any:
     """The Python annotation for `expr`; `resolve` maps a schema name to a class or a forward reference.
 
     `resolve` should raise `SchemaError` (with near names) for a name it does not know; a `KeyError`
-    or `LookupError` is turned into a `SchemaError` here.
+    or `LookupError` is turned into a `SchemaError` here. Either way, a name that looks like a builtin
+    type (`integr`) is told which one (`did you mean 'int'?`).
     """
     match expr:
         case ScalarType(name=name):
@@ -577,12 +625,11 @@ def to_annotation(expr: TypeExpr, resolve: Callable[[str], Any]) -> Any:
         case SchemaRef(name=name):
             try:
                 return resolve(name)
-            except SchemaError:
-                raise
+            except SchemaError as exc:
+                raise _near_type(name, exc) from None
             except LookupError:
-                raise SchemaError(
-                    f"Unknown schema {name!r}; declare it in a schema file or register the class."
-                ) from None
+                unknown = SchemaError(f"Unknown schema {name!r}; declare it in a schema file or register the class.")
+                raise _near_type(name, unknown) from None
         case ListType(item=item):
             return list.__class_getitem__(to_annotation(item, resolve))
         case DictType(key=key, value=value):

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 __all__ = [
+    "LARGE_PROMPT",
+    "LARGE_PROMPT_ENV",
     "NO_OPTIONS",
     "OTEL_CONTENT_ENV",
     "OTEL_ENV",
@@ -28,6 +30,7 @@ __all__ = [
     "ProviderRetries",
     "SubtaskRequest",
     "TraceSettings",
+    "large_prompt",
     "trace_settings",
 ]
 
@@ -162,6 +165,35 @@ def _flag(environ: Mapping[str, str], name: str) -> bool:
     if text in _OFF:
         return False
     raise ConfigurationError(f"Invalid `{name}={value}`: set it to 1 (on) or 0 (off), or unset it.")
+
+
+#: The size (characters of system text and instructions, rendered) over which a prompt runs with a warning.
+LARGE_PROMPT = 1_000_000
+LARGE_PROMPT_ENV = "ATOMTASK_LARGE_PROMPT"
+
+
+def large_prompt(value: int | None, environ: Mapping[str, str]) -> int:
+    """The prompt size (characters) that draws a warning: `value`, else `ATOMTASK_LARGE_PROMPT`, else 1,000,000.
+
+    0 turns the warning off. A negative number, or anything but an integer, raises `ConfigurationError`.
+    """
+    where = "`large_prompt=`"
+    if value is None:
+        text = environ.get(LARGE_PROMPT_ENV, "").strip().replace("_", "")
+        if not text:
+            return LARGE_PROMPT
+        where = f"`{LARGE_PROMPT_ENV}`"
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        shown = environ.get(LARGE_PROMPT_ENV) if where != "`large_prompt=`" else value
+        raise ConfigurationError(
+            f"Invalid {where}: {shown!r} is not a number of characters. Pass a whole number such as 1000000 "
+            "(0 turns the large-prompt warning off)."
+        )
+    return value
 
 
 class SubtaskRequest(BaseModel):

@@ -212,6 +212,8 @@ class TaskNotes(BaseModel):
     """The response cache key the answer was served from or stored under; None when the cache was off."""
     media: list[MediaNote] = Field(default_factory=list, exclude_if=lambda media: not media)
     """The images, documents and audio sent beside the prompt, in order: media type, size, hash (never the bytes)."""
+    warnings: list[str] = Field(default_factory=list, exclude_if=lambda warnings: not warnings)
+    """What the run went on with but a person should know, e.g. a prompt larger than `TaskSystem(large_prompt=...)`."""
 
 
 class TaskResult(BaseModel, Generic[T]):

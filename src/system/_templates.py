@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 import attrs
-from atomtask.errors import ConfigurationError, SourceLocation, near_names
+from atomtask.errors import ConfigurationError, SourceLocation, join_sentences, near_names
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -156,8 +156,9 @@ def cache_choice(value: Any, *, what: str = "`cache=`") -> bool | CachePolicy | 
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"]) or "cache"
+        problem = err["msg"].removeprefix("Value error, ")
         raise ConfigurationError(
-            f"Invalid {what}: `{where}`: {err['msg'].removeprefix('Value error, ')}. Pass {_CACHE_FORMS}."
+            join_sentences(f"Invalid {what}: `{where}`: {problem}", f"Pass {_CACHE_FORMS}")
         ) from None
 
 
@@ -268,10 +269,16 @@ _JSON_SCHEMA_KEYWORDS = frozenset(
 class OutputFormat(BaseModel):
     """What the answer must be: free `text`, or `json` matching a schema.
 
-    `schema` is the name of a registered model, a Pydantic class, or an inline definition
+    `schema` is a Pydantic class, the name of a registered model, or an inline definition
     (`{fields: [...]}`, `{json_schema: {...}}`, `{python: "pkg.module:Class"}`, or a JSON Schema written
     directly: a mapping with JSON Schema keywords such as `type`, `properties` or `$ref` and no `fields`);
-    `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`.
+    `mode` picks pydantic-ai's `ToolOutput`, `NativeOutput` or `PromptedOutput`. A `schema` means
+    `type: json`, which need not be written (as in `.sexp` files).
+
+    Example:
+        ```python
+        OutputFormat(schema=Contact)  # the class itself: the answer is a `Contact`
+        ```
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
@@ -279,6 +286,16 @@ class OutputFormat(BaseModel):
     type: Literal["text", "json"] = "text"
     schema_: str | ModelClass | dict[str, Any] | None = Field(default=None, alias="schema")
     mode: OutputMode = OutputMode.TOOL
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_when_a_schema(cls, data: Any) -> Any:
+        # `{schema: Contact}` is `{type: json, schema: Contact}`; a `type` that is written is kept (and checked).
+        if isinstance(data, dict) and "type" not in data:
+            schema = data.get("schema", data.get("schema_"))
+            if schema is not None:
+                return {**data, "type": "json"}
+        return data
 
     @field_validator("schema_", mode="before")
     @classmethod
@@ -288,6 +305,13 @@ class OutputFormat(BaseModel):
         keys = set(value) if isinstance(value, dict) else set()
         if _JSON_SCHEMA_KEYWORDS & keys and not {"fields", "json_schema", "python"} & keys:
             return {"json_schema": value}
+        return value
+
+    @field_serializer("schema_", when_used="json")
+    def _schema_text(self, value: str | ModelClass | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        # A class is written as the inline form that names it (`{python: "pkg.module:Class"}`).
+        if isinstance(value, type):
+            return {"python": f"{value.__module__}:{value.__qualname__}"}
         return value
 
     @model_validator(mode="after")

@@ -1,11 +1,15 @@
 """`atomtask test --record`: ask a real model for each case's answers and write them into the cases file.
 
 Only the `answers` of the recorded cases change (and, for a case with no expectation at all, an
-`output:` is added): a hand-written `output`, `expect`, `expect_subset` or `expect_failure` is never
-rewritten, so the replay after recording says honestly whether the new answers still meet it. The rest
-of the file, its comments and its layout (flow or block style) stay as they are, byte for byte. PyYAML
-keeps no comments, so the file is edited as text at the lines of those keys (found from the composed
-YAML nodes), then read back and compared with what was recorded before it is written.
+`output:` is added, or `expect_failure: <reason>` when the run failed): a hand-written `output`,
+`expect`, `expect_subset` or `expect_failure` is never rewritten, so the replay after recording says
+honestly whether the new answers still meet it. A failed run is written only when replaying its answers
+fails for the same reason (the model's answers were rejected, a tool raised, ...); a failure the answers
+cannot reproduce (a provider error, a missing key, a limit) is refused, with the reason, and the case
+is left as it was. The rest of the file, its comments and its layout (flow or block style) stay as they
+are, byte for byte. PyYAML keeps no comments, so the file is edited as text at the lines of those keys
+(found from the composed YAML nodes), then read back and compared with what was recorded before it is
+written.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import attrs
 import yaml
 from atomtask.errors import CasesFileError
 from atomtask.system._templates import OutputMode
-from atomtask.template_tests._cases import read_case_text
+from atomtask.template_tests._cases import Answer, read_case_text
 
 if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
@@ -37,11 +41,17 @@ class Recording:
     answers: tuple[Any, ...]
     output: Any  # `attrs.NOTHING`: the case's `output` is left as it is
     result: TaskResult[Any]
+    expect_failure: str | None = None
+    """The failure reason to write as `expect_failure` (a failed run of a case that expected nothing)."""
+    refused: str | None = None
+    """Why nothing of this case is written: its run failed in a way its answers do not reproduce."""
 
     def updates(self) -> dict[str, Any]:
         keys: dict[str, Any] = {"answers": list(self.answers)}
         if self.output is not attrs.NOTHING:
             keys["output"] = self.output
+        if self.expect_failure is not None:
+            keys["expect_failure"] = self.expect_failure
         return keys
 
 
@@ -68,7 +78,45 @@ def record_case(
     output: Any = attrs.NOTHING
     if result.ok and no_expectation:  # a hand-written expectation is never rewritten
         output = pydantic_core.to_jsonable_python(result.parsedContent)
-    return Recording(index=case.index, answers=tuple(answers), output=output, result=result)
+    recording = Recording(index=case.index, answers=tuple(answers), output=output, result=result)
+    if result.error is None:
+        return recording
+    reason = result.error.reason.value
+    unreproduced = _unreproduced(prepared, system, recording.answers, reason)
+    if unreproduced is not None:
+        message = result.error.message.rstrip(".")
+        return attrs.evolve(recording, refused=f"the run failed with `{reason}` ({message}), and {unreproduced}")
+    return attrs.evolve(recording, expect_failure=reason) if no_expectation else recording
+
+
+def _unreproduced(prepared: PreparedCase, system: TaskSystem, answers: Sequence[Any], reason: str) -> str | None:
+    """Why a run that failed with `reason` cannot be written: its answers, replayed, do not fail so; else None."""
+    from atomtask.template_tests._replay import replay
+
+    if not answers:
+        return "the model gave no answer to record"
+    case = attrs.evolve(
+        prepared.case,
+        answers=tuple(_answer(a) for a in answers),
+        output=attrs.NOTHING,
+        expect=(),
+        expect_subset=attrs.NOTHING,
+        expect_failure=reason,
+    )
+    outcome = replay(attrs.evolve(prepared, case=case, predicates=()), system)
+    if outcome.passed:
+        return None
+    replayed = outcome.result.error if outcome.result is not None else None
+    now = "complete" if replayed is None else f"fail with `{replayed.reason.value}`"
+    return f"its {len(answers)} answer(s), replayed, {now}: the failure did not come from the model's answers"
+
+
+def _answer(raw: Any) -> Answer:
+    """A recorded answer (as `Recording.answers` holds it) as the cases file reads it back."""
+    if isinstance(raw, dict):
+        [(kind, value)] = raw.items()
+        return Answer(kind=kind, value=value)
+    return Answer(kind=None, value=raw)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -117,7 +165,8 @@ def _case_nodes(text: str) -> list[yaml.MappingNode]:
 
 
 def rewrite_cases(text: str, path: Path, recordings: Sequence[Recording]) -> str:
-    """`text` with each recorded case's `answers` (and `output`) replaced or added; checked by reading it back."""
+    """`text` with each recorded case's `answers` (and `output` or `expect_failure`) replaced or added; checked by
+    reading it back. A refused recording (`Recording.refused`) is not given here: it writes nothing."""
     lines = text.split("\n")
     nodes = _case_nodes(text)
     edits: list[tuple[int, int, list[str]]] = []  # (first line, line after, new lines), 0-based
@@ -142,7 +191,7 @@ def rewrite_cases(text: str, path: Path, recordings: Sequence[Recording]) -> str
                 first = key_node.start_mark.line
                 prefix = lines[first][: key_node.start_mark.column]
                 end = _kept_after(lines, first + 1, _end_line(lines, value_node.end_mark), key_node.start_mark.column)
-            else:  # `answers` right after `inputs` (where people write it), `output` at the end
+            else:  # `answers` right after `inputs` (where people write it), `output` / `expect_failure` at the end
                 after_key, after = present["inputs"] if key == "answers" and "inputs" in present else node.value[-1]
                 at = after_key.start_mark.line + 1
                 first = end = _kept_after(lines, at, _end_line(lines, after.end_mark), column)
@@ -177,8 +226,10 @@ def _check_written(text: str, path: Path, recordings: Sequence[Recording]) -> No
     for recording in recordings:
         case = cases[recording.index]
         read = [a.value if a.kind is None else {a.kind: a.value} for a in case.answers]
-        if json.dumps(read) != json.dumps(list(recording.answers)) or (
-            recording.output is not attrs.NOTHING and json.dumps(case.output) != json.dumps(recording.output)
+        if (
+            json.dumps(read) != json.dumps(list(recording.answers))
+            or (recording.output is not attrs.NOTHING and json.dumps(case.output) != json.dumps(recording.output))
+            or (recording.expect_failure is not None and case.expect_failure != recording.expect_failure)
         ):
             raise CasesFileError(
                 f"Writing the recorded answers of case {case.name!r} would not read back as recorded; the file "

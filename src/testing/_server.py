@@ -108,10 +108,14 @@ class FakeProviderServer:
     Every answer closes its connection (`Connection: close`), so no pooled connection outlives a
     test; `keep_alive=True` keeps connections open between answers, as a real provider does (for
     benchmarks, where a new connection per request would be measured instead of the client).
+
+    It listens on a free port of 127.0.0.1 unless `host` and `port` say otherwise (`python -m atomtask.testing
+    serve --port 8765` runs one from the shell, `_serve`).
     """
 
-    def __init__(self, *, keep_alive: bool = False) -> None:
+    def __init__(self, *, keep_alive: bool = False, host: str = "127.0.0.1", port: int = 0) -> None:
         self.keep_alive = keep_alive
+        self._address = (host, port)
         self._lock = threading.Lock()
         self._replies: deque[ServerReply] = deque()
         self._scripted = 0
@@ -128,11 +132,14 @@ class FakeProviderServer:
     # Lifecycle
 
     def start(self) -> Self:
-        """Bind a free port on 127.0.0.1 and serve in a background thread; `close()` stops it."""
+        """Bind the port (a free one by default) and serve in a background thread; `close()` stops it.
+
+        Raises `OSError` when the address cannot be bound (a port in use, an unknown host).
+        """
         if self._closing.is_set():
             raise RuntimeError("This FakeProviderServer was closed; create a new one.")
         if self._httpd is None:
-            self._httpd = HTTPServer(self)
+            self._httpd = HTTPServer(self, self._address)
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
                 # `close()` waits up to one poll interval for the loop to notice; 10 ms keeps teardown quick.
@@ -200,12 +207,12 @@ class FakeProviderServer:
 
     @property
     def base_url(self) -> str:
-        """`http://127.0.0.1:<port>`, once started."""
+        """`http://<host>:<port>` (`http://127.0.0.1:<port>` by default), once started."""
         if self._httpd is None:
             raise RuntimeError(
                 "The FakeProviderServer is not running: call `start()` or use `with FakeProviderServer()`."
             )
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://{self._address[0]}:{self._httpd.server_address[1]}"
 
     @property
     def openai_base_url(self) -> str:

@@ -231,9 +231,9 @@ class HTTPServer(ThreadingHTTPServer):
     # socketserver's default backlog of 5 drops connections a batch opens at once (each retried ~1 s later).
     request_queue_size = 1024
 
-    def __init__(self, fake: _Owner) -> None:
+    def __init__(self, fake: _Owner, address: tuple[str, int] = ("127.0.0.1", 0)) -> None:
         self.fake = fake
-        super().__init__(("127.0.0.1", 0), Handler)
+        super().__init__(address, Handler)
 
     def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
         # A client that gives up (a timeout test) or a cut we made is no server failure worth a traceback.

@@ -15,7 +15,6 @@ returns into the return type after it, as a task's inputs and answer are.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import sys
 import time
@@ -161,6 +160,8 @@ class CallOutcome:
 
 async def run_call(call: CompiledCall, arguments: Mapping[str, Any], timeout: float | None) -> CallOutcome:
     """Run the function once on validated `arguments`, for at most `timeout` seconds; never raises for its failure."""
+    import asyncio  # here, not with the module: reading and checking workflows (`atomtask list`) never needs it
+
     started = time.perf_counter()
     scope = asyncio.timeout(timeout)
     try:

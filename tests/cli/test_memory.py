@@ -139,3 +139,19 @@ def test_query_with_a_bad_model_names_the_flag(db: str) -> None:
     code, _, err = run(["memory", "query", "refunds", "--db", db, "--model", "gpt-4o", "-q"])
     assert 2 == code
     assert "Model 'gpt-4o' in `--model` has no provider prefix" in err
+
+
+def test_memory_lives_in_atomtask_home_with_the_rest_of_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without `--db`, `memory add` and `memory query` use `$ATOMTASK_HOME/memory.sqlite3`, as the cache and runs do."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("ATOMTASK_HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ATOMTASK_MEMORY_DB", raising=False)
+    (tmp_path / "refunds.txt").write_text("Refunds are paid within 14 days.", encoding="utf-8")
+    code, out, _ = run(["memory", "add", str(tmp_path / "refunds.txt")])
+    assert (0, f"added 1 document(s) to {home / 'memory.sqlite3'} (1 stored)") == (code, out.strip())
+    code, out, _ = run(["memory", "query", "refunds", "-q"])
+    assert (0, [str(tmp_path / "refunds.txt")]) == (code, json.loads(out)["prompt"]["sent_ids"])
+    assert not (tmp_path / "xdg").exists()

@@ -232,3 +232,47 @@ def test_a_passing_expected_failure_prints_no_warning_unless_verbose(tmp_path: P
     assert (0, "") == (lambda r: (r[0], r[2]))(run(["test", str(path)]))
     code, _, err = run(["test", str(path), "-v"])
     assert (0, True) == (code, "task_failed" in err)
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_recording_a_failed_run_writes_its_expected_failure(
+    tmp_path: Path, templates_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose answers are all rejected is written with `expect_failure: <reason>`; its replay then passes."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    path = _cases(tmp_path, templates_dir, "  - name: broken\n    inputs: {text: Ada}\n")
+    code, out, err = _record(path, replies=('{"email": 3}',) * 3)
+    assert (0, "1 passed, 0 failed (1 case in 1 file)") == (code, out.splitlines()[-1])
+    assert (
+        f"recorded {path}::broken: 3 answer(s), FAILED (output_validation_failure); "
+        "wrote `expect_failure: output_validation_failure`"
+    ) in err
+    assert path.read_text().endswith(
+        "    answers:\n"
+        "      - '{\"email\": 3}'\n      - '{\"email\": 3}'\n      - '{\"email\": 3}'\n"
+        "    expect_failure: output_validation_failure\n"
+    )
+    assert (0, []) == (lambda r: (r[0], [line for line in r[1].splitlines() if "changed since" in line]))(
+        run(["test", str(path)])
+    )
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_recording_a_run_that_failed_without_answers_is_refused(
+    tmp_path: Path, templates_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider error is not the template's behaviour: nothing is written, the reason is said, exit 1."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    path = _cases(tmp_path, templates_dir, "  - name: fresh\n    inputs: {text: Ada}\n")
+    before = path.read_text()
+    with FakeProviderServer() as server:
+        server.script(*[Reply.error(401, "Incorrect API key provided")] * 4)
+        argv = ["test", str(path), "--record", "--model", "openai-chat:gpt-4o-mini", "--base-url"]
+        code, _, err = run([*argv, server.openai_base_url, "-q"])
+    assert 1 == code
+    assert before == path.read_text()
+    [line] = [line for line in err.splitlines() if line.startswith("atomtask: not recorded")]
+    assert line.startswith(f"atomtask: not recorded {path}::fresh: the run failed with `provider_error` (")
+    assert line.endswith(
+        "and the model gave no answer to record. The case is left as it was: fix the cause and record again."
+    )

@@ -148,9 +148,25 @@ def test_a_failed_run_exits_1_and_still_prints_the_state(folder: str, server: Fa
     code, out, err = run(["workflow", "run", "rate_it", "-i", "text=x", *model, "--templates", folder])
     assert 1 == code, err
     assert {"text": "x", "score": 0} == json.loads(out)
-    assert "atomtask: rate_it rate #1: FAILED (" in err
-    assert "atomtask: rate_it FAILED at step 'rate' (" in err
-    assert "atomtask: error: step_failed: Step 'rate': task 'rate' failed (output_validation_failure" in err
+    lines = err.splitlines()
+    failed = "step_failed: Step 'rate': task 'rate' failed (output_validation_failure"
+    # The step's line gives the error; the run's last lines say where it stopped and how to go on, once.
+    assert [line for line in lines if failed in line] == [line for line in lines if "rate #1: FAILED (" in line]
+    assert 1 == len([line for line in lines if failed in line]), err
+    assert "atomtask: error:" not in err
+    assert lines[-2].startswith("atomtask: rate_it FAILED at step 'rate' ("), err
+    assert lines[-1].startswith("atomtask: resume with `atomtask workflow resume "), err
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_a_quiet_failed_run_prints_the_error_once(folder: str, server: FakeProviderServer) -> None:
+    """With `-q` no step lines are printed, so the run's error line is the one place the failure is told."""
+    server.script(*[Reply.tool_call(args={"score": "high"})] * 5)
+    model = ["--model", "openai-chat:llama3.2", "--base-url", server.openai_base_url]
+    code, _, err = run(["-q", "workflow", "run", "rate_it", "-i", "text=x", *model, "--templates", folder])
+    assert 1 == code, err
+    told = "atomtask: error: step_failed: Step 'rate': task 'rate' failed (output_validation_failure"
+    assert [True] == [line.startswith(told) for line in err.splitlines()], err
 
 
 @pytest.mark.usefixtures("allow_model_requests")
@@ -233,12 +249,13 @@ def test_a_run_prints_its_run_id_and_runs_and_show_read_it_back(folder: str, tmp
         ["workflow", "run", "echo_twice", "-i", "word=hi", "--run-id", "cli-1", *db, "--templates", folder]
     )
     assert 0 == code, err
-    assert "atomtask: run cli-1 of echo_twice (resume: atomtask workflow resume cli-1)" in err
+    assert "atomtask: run cli-1 of echo_twice\n" in err
+    assert "resume" not in err  # a COMPLETE run needs no resume hint
     code, listed, err = run(["workflow", "runs", *db, "--templates", folder])
     assert 0 == code, err
     assert ["RUN", "cli-1"] == [line.split()[0] for line in listed.splitlines()]
     assert ["cli-1", "echo_twice", "-", "COMPLETE", "again", "-"] == listed.splitlines()[1].split()[:6]
-    code, shown, err = run(["workflow", "show", "cli-1", *db, "--templates", folder])
+    code, shown, err = run(["workflow", "show", "cli-1", "--json", *db, "--templates", folder])
     assert 0 == code, err
     document = json.loads(shown)
     assert ["say", "again"] == [step["step"] for step in document["steps"]]

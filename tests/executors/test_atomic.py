@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import warnings
 from typing import Any, assert_type
 
 import pytest
@@ -478,3 +479,37 @@ def test_sync_execute_outside_a_loop_runs_on_the_callers_thread() -> None:
     threads: list[str] = []
     assert thread_reporting_system(threads).execute("extract").ok
     assert [threading.current_thread().name] == threads
+
+
+def test_the_default_model_notice_reaches_python_users_once_as_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no model configured, the first task in the process warns (`DefaultModelWarning`) at the caller's line."""
+    from atomtask import DefaultModelWarning
+    from atomtask.executors import _atomic
+
+    monkeypatch.delenv("ATOMTASK_MODEL", raising=False)
+    monkeypatch.setattr(_atomic, "_default_model_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):  # two systems, two calls each: one warning
+            system = TaskSystem()
+            system.register(Template(name="say", instructions="Say hi."))
+            system.execute("say")
+            system.execute("say")
+    notices = [w for w in caught if issubclass(w.category, DefaultModelWarning)]
+    assert 1 == len(notices)
+    assert str(notices[0].message).startswith("atomtask: no model configured")
+    assert __file__ == notices[0].filename  # the user's line, not atomtask's
+
+
+def test_a_configured_model_raises_no_default_model_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model named anywhere (here `ATOMTASK_MODEL`) means no notice at all."""
+    from atomtask.executors import _atomic
+
+    monkeypatch.setenv("ATOMTASK_MODEL", "test")
+    monkeypatch.setattr(_atomic, "_default_model_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        system = TaskSystem()
+        system.register(Template(name="say", instructions="Say hi."))
+        assert "test" == system.execute("say").notes.model
+    assert [] == [w for w in caught if "no model configured" in str(w.message)]

@@ -68,10 +68,13 @@ def test_default_builds_the_embedded_synthetic_model() -> None:
     assert "synthetic" in DEFAULT_MODEL_NOTICE and "\n" not in DEFAULT_MODEL_NOTICE
 
 
-def test_test_model_string_is_still_accepted_as_is() -> None:
-    """`test` (pydantic-ai's TestModel) still works, and is handed to pydantic-ai as the string."""
-    handler = BaseHandler(base_url="http://127.0.0.1:9/v1", environ={})
-    assert "test" == handler.build(handler.choose_model(call="test"))
+def test_test_model_string_builds_pydantic_ais_test_model() -> None:
+    """`test` is pydantic-ai's TestModel (its usage counted from the request), one instance, labelled `test`."""
+    handler = BaseHandler(environ={})
+    built = handler.build(handler.choose_model(call="test"))
+    assert isinstance(built, TestModel)
+    assert "test" == handler.choose_model(call="test").label
+    assert built is handler.build(handler.choose_model(call="test"))
 
 
 @pytest.mark.parametrize(
@@ -103,9 +106,34 @@ def test_base_url_is_refused_for_a_provider_that_takes_none() -> None:
     assert "`openai-chat:<model>`" in raised.value.message
 
 
-def test_base_url_leaves_embedded_models_and_instances_alone() -> None:
-    """Models without an endpoint (the synthetic default, instances) are built as without `base_url`."""
+def test_base_url_leaves_model_instances_alone() -> None:
+    """A model instance (a test's stand-in) is built as it is, `base_url` or not."""
     handler = BaseHandler(base_url="http://127.0.0.1:9/v1", environ={})
-    assert isinstance(handler.build(handler.choose_model()), SyntheticModel)
     model = TestModel()
     assert model is handler.build(handler.choose_model(call=model))
+
+
+@pytest.mark.parametrize("model", ["test", "atomtask:synthetic", None])
+def test_base_url_with_an_embedded_model_is_refused(model: str | None) -> None:
+    """`base_url` with `test`, `atomtask:synthetic` or the default (synthetic) is a ConfigurationError, not ignored."""
+    environ = {"ATOMTASK_MODEL": model} if model else {}
+    handler = BaseHandler(base_url="http://127.0.0.1:9/v1", environ=environ)
+    with pytest.raises(ConfigurationError) as raised:
+        handler.build(handler.choose_model())
+    assert "has no endpoint: the `base_url` (`--base-url`) given would be ignored" in raised.value.message
+    assert "`--model openai-chat:<model>`" in raised.value.message
+    if model is None:
+        assert raised.value.message.startswith("No model is configured, so 'atomtask:synthetic'")
+
+
+def test_an_embedded_fallback_or_template_model_keeps_working_beside_a_base_url() -> None:
+    """The URL is for the system's model: a template's or a fallback's own `test` still runs in process."""
+    handler = BaseHandler(model="openai-chat:llama3.2", base_url="http://127.0.0.1:9/v1", environ={})
+    assert isinstance(handler.build(handler.choose_model(template="test")), TestModel)
+    assert isinstance(handler.build(handler.named("atomtask:synthetic", "fallback")), SyntheticModel)
+
+
+def test_an_embedded_system_model_with_a_base_url_is_refused_at_once() -> None:
+    """`TaskSystem(model="test", base_url=...)` raises when it is made, naming the model."""
+    with pytest.raises(ConfigurationError, match="Model 'test' answers in this process"):
+        BaseHandler(model="test", base_url="http://127.0.0.1:9/v1", environ={})

@@ -342,3 +342,24 @@ def test_an_atomtask_agent_holds_no_more_capabilities_than_a_bare_one() -> None:
     ours = [type(c).__name__ for c in agent._root_capability._dispatch]
     assert len(bare._root_capability._dispatch) == len(ours)
     assert "_Reliability" in ours
+
+
+def test_the_validation_failure_counts_every_attempt_and_ends_each_sentence_once() -> None:
+    """Three unreadable answers are "all 3 attempts" (the last one's parse error counted too), with no `..`."""
+    args = ("args", '{"name": "a"')  # JSON cut off: no repair makes it an `Item`
+    system = system_for(Recorder(args, args, args).model)
+    result = system.execute("item", retries=2)
+    error = result.error
+    assert error is not None
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == error.reason
+    assert 3 == len(result.notes.attempts) == error.details["attempts"]
+    assert "failed validation on all 3 attempts for template 'item'" in error.message
+    assert "matches the schema. Raise `retries`" in error.message
+    assert ".." not in error.message
+    assert all(attempt.errors for attempt in result.notes.attempts)  # the last one's too, from the exception
+
+
+def test_a_single_failed_attempt_reads_as_its_only_attempt() -> None:
+    """With `retries=0` the message says "its only attempt", not "all 1 attempt(s)"."""
+    result = system_for(Recorder({"name": "a"}).model).execute("item", retries=0)
+    assert "failed validation on its only attempt for template 'item'" in result.error.message  # type: ignore[union-attr]

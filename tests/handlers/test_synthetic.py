@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, field_validator
 from pydantic_ai import Agent, NativeOutput, PromptedOutput
+from pydantic_ai.messages import TextPart
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -267,3 +268,41 @@ def test_the_default_runs_extract_event_and_the_test_model_still_works(templates
     assert ("default", "atomtask:synthetic") == (event.notes.model_source, event.notes.model)
     assert FORMAT_CHECKER.conforms(event.unwrap().starts_at, "date-time")
     assert system.execute("extract_contact", {"text": "Ada"}, model="test").ok
+
+
+# Usage counted from the request (issue 27, defect 10): limits trip offline on a big input.
+
+
+def test_request_usage_counts_the_instructions_and_text_without_spaces() -> None:
+    """The system text and a long run of text without spaces count: 4 characters a token at least."""
+    from atomtask.handlers._synthetic import request_usage
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    plain = request_usage([ModelRequest(parts=[UserPromptPart("hi")])], [])
+    blob = request_usage([ModelRequest(parts=[UserPromptPart("x" * 4000)])], [])
+    told = request_usage([ModelRequest(parts=[UserPromptPart("hi")], instructions="word " * 100)], [])
+    assert 1000 == blob.input_tokens - plain.input_tokens + 1
+    assert 100 <= told.input_tokens - plain.input_tokens
+    answered = request_usage([ModelRequest(parts=[UserPromptPart("hi")])], [TextPart("a b c d")])
+    assert 4 == answered.output_tokens
+
+
+@pytest.mark.parametrize("model", ["atomtask:synthetic", "test"])
+@pytest.mark.parametrize("where", ["system", "instructions"])
+def test_a_token_limit_trips_offline_on_a_big_input(model: str, where: str) -> None:
+    """A 2 MB input without spaces, in the prompt or the system text, is counted, so `limits` stop it offline."""
+    from atomtask import FailureReason, Template
+
+    system = TaskSystem(model=model, large_prompt=0)
+    text = "{{text}}" if where == "instructions" else "Summarise it."
+    system.register(
+        Template(
+            name="big", params={"text": "str"}, instructions=text, system="Read {{text}}" if where == "system" else None
+        )
+    )
+    blob = "x" * 2_000_000
+    counted = system.execute("big", {"text": blob})
+    assert counted.notes.usage.input_tokens >= 500_000
+    stopped = system.execute("big", {"text": blob}, limits={"input_tokens": 100_000})
+    assert stopped.error is not None
+    assert FailureReason.USAGE_LIMIT_EXCEEDED == stopped.error.reason

@@ -215,6 +215,8 @@ def test_the_synthetic_model_answers_directly_calls_no_tool_and_says_so() -> Non
     assert [] == tool_funcs.CALLS
     [notice] = [e for e in events if e["event"] == "synthetic_calls_no_tools"]
     assert ["lookup_price", "no-such-server"] == notice["tools"]
+    [warning] = result.notes.warnings  # what the CLI shows without `-v`
+    assert warning.startswith("template 'quote': atomtask:synthetic answers the final output directly")
 
 
 def structlog_capture() -> Any:

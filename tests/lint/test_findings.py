@@ -1,4 +1,4 @@
-"""Finding codes are stable, documented in the README, and selected by prefix."""
+"""Finding codes are stable, documented in docs/check.md, and selected by prefix."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from atomtask.lint._findings import matches
 from tests.conftest import REPO
 
 
-def test_every_code_is_in_the_readme_table_with_its_severity() -> None:
-    """The README's table lists exactly the codes that exist, each with its severity."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_every_code_is_in_the_docs_table_with_its_severity() -> None:
+    """The table of docs/check.md lists exactly the codes that exist, each with its severity."""
+    text = (REPO / "docs" / "check.md").read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| ([EWP]\d{3}) \| (error|warning) \|", text, re.MULTILINE))
     assert {code: rule.severity.value for code, rule in RULES.items()} == table
 

@@ -180,6 +180,28 @@ def test_without_an_errors_list_the_first_mistake_raises() -> None:
         load_yaml_text("name: t\ninstructions: hi\nretrys: 2\nlimts: {}\n", "t.yaml")
 
 
+def test_a_template_with_shape_mistakes_is_read_on_without_them() -> None:
+    """With an errors list, the keys in error are left out and the rest is a partial template, located as written."""
+    errors: list[UsageError] = []
+    text = "name: t\nparams: {a: {type: int, defualt: 1}, b: str}\ntemperature: 0\nretries: -1\ninstructions: '{{b}}'\n"
+    decl = load_yaml_text(text, "t.yaml", errors=errors)
+    assert [2, 3, 4] == [e.location.line if e.location else None for e in errors]
+    [partial] = decl.partial_templates
+    assert ([], frozenset({"params.a", "temperature", "retries"})) == (decl.templates, partial.dropped)
+    assert ("any", "str", None) == (
+        partial.template.params["a"].type,
+        partial.template.params["b"].type,
+        partial.template.retries,
+    )
+    assert SourceLocation(file="t.yaml", line=5, column=16) == partial.template.location_of("instructions")
+
+
+def test_without_an_errors_list_a_template_with_mistakes_is_not_read_on() -> None:
+    """`TaskSystem.load`'s path raises the first mistake: no partial template reaches a registry."""
+    with pytest.raises(TemplateError, match="`temperature`"):
+        load_yaml_text("name: t\ntemperature: 0\ninstructions: hi\n", "t.yaml")
+
+
 def test_an_invalid_schema_is_remembered_by_name() -> None:
     """A schema that cannot be read is named in `invalid_schemas`, with where it is declared."""
     errors: list[UsageError] = []

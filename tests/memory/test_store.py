@@ -103,12 +103,16 @@ def test_metadata_must_be_json(store: DocumentStore) -> None:
 
 
 def test_default_path_honours_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """ATOMTASK_MEMORY_DB wins; else the file lives under XDG_DATA_HOME, created on first use."""
+    """ATOMTASK_MEMORY_DB wins; else the file lives in ATOMTASK_HOME, created on first use."""
     monkeypatch.delenv("ATOMTASK_MEMORY_DB", raising=False)
+    monkeypatch.setenv("ATOMTASK_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    assert tmp_path / "data" / "atomtask" / "memory.sqlite3" == default_memory_path()
+    assert tmp_path / "home" / "memory.sqlite3" == default_memory_path()
     DocumentStore().close()
-    assert (tmp_path / "data" / "atomtask" / "memory.sqlite3").is_file()
+    assert (tmp_path / "home" / "memory.sqlite3").is_file()
+    assert not (tmp_path / "data").exists()
+    monkeypatch.delenv("ATOMTASK_HOME")
+    assert tmp_path / "data" / "atomtask" / "memory.sqlite3" == default_memory_path()  # atomtask_home()'s default
     monkeypatch.setenv("ATOMTASK_MEMORY_DB", str(tmp_path / "m.db"))
     assert tmp_path / "m.db" == default_memory_path()
 

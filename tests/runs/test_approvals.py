@@ -187,3 +187,76 @@ def test_on_waiting_is_told_the_step_and_message(tmp_path: Path, db: str) -> Non
     thread.join(60)
     assert [("told-1", "review", "Publish w?")] == told
     assert TaskStatus.COMPLETE == done["result"].status
+
+
+LOOP = """\
+name: say
+params: {word: str}
+instructions: "Repeat {{word}}"
+---
+name: looped
+state:
+  - {name: word, type: str}
+  - {name: one, type: str}
+  - {name: ok, type: bool}
+  - {name: two, type: str, default: "-"}
+steps:
+  - {id: first, task: say, inputs: {word: "{{state.word}}"}, output: one}
+  - id: review
+    type: approval
+    message: "Publish {{state.word}}?"
+    output: ok
+    route: [{when: "not state.ok", to: first}, {to: second}]
+    max_visits: 3
+  - {id: second, task: say, inputs: {word: "{{state.one}}"}, output: two}
+"""
+
+
+def _until(lines: queue.Queue[str], seen: list[str], text: str) -> None:
+    while not any(text in line for line in seen):
+        seen.append(lines.get(timeout=60))
+
+
+@pytest.mark.slow
+def test_a_run_resumed_after_a_rejection_says_what_it_was_waiting_for_and_waits_again(tmp_path: Path) -> None:
+    """Rejected while its process was gone, a resumed run says it was WAITING, goes on, and prints WAITING again."""
+    (tmp_path / "flows.yaml").write_text(LOOP, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "ATOMTASK_MODEL"))}
+    env.update(ATOMTASK_HOME=str(tmp_path / "home"), PYDANTIC_AI_NO_BANNER="1")
+    where = ["--db", str(tmp_path / "runs.sqlite"), "--templates", str(tmp_path)]
+    argv = [ATOMTASK, "workflow", "run", "looped", "-i", "word=w", "--run-id", "rej-1", "--model", "test", *where]
+    running = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in running.stderr], daemon=True).start()  # type: ignore[union-attr]
+    _until(lines, [], "WAITING")
+    running.send_signal(signal.SIGKILL)
+    running.wait(60)
+    running.stdout.close()  # type: ignore[union-attr]
+    rejected = subprocess.run(
+        [ATOMTASK, "workflow", "approve", "rej-1", "--reject", *where], env=env, capture_output=True, text=True
+    )
+    assert 0 == rejected.returncode, rejected.stderr
+
+    resuming = subprocess.Popen(
+        [ATOMTASK, "workflow", "resume", "rej-1", "--model", "test", *where],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    told: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [told.put(line) for line in resuming.stderr], daemon=True).start()  # type: ignore[union-attr]
+    seen: list[str] = []
+    _until(told, seen, "WAITING at step 'review': Publish w?")
+    approved = subprocess.run(
+        [ATOMTASK, "workflow", "approve", "rej-1", *where], env=env, capture_output=True, text=True
+    )
+    assert 0 == approved.returncode, approved.stderr
+    assert 0 == resuming.wait(60)
+    resuming.stdout.close()  # type: ignore[union-attr]
+    steps = [line.split(":")[1].strip() for line in seen if line.startswith("atomtask: ") and " #" in line]
+    assert ["first #1", "review #1", "first #2"] == steps[:3], seen
+    said = "atomtask: run rej-1 was WAITING at step 'review' when it stopped (Publish w?): it goes on now"
+    assert said in seen[2], seen  # after `first #1`, replayed; before `review #1`, decided
+    assert 1 == sum("run rej-1 WAITING at step 'review'" in line for line in seen), seen
+    assert seen[-1].startswith("atomtask: run rej-1 WAITING at step 'review': Publish w? Approve from anywhere")

@@ -101,7 +101,7 @@ def _kill_in_second_step_and_resume(server: FakeProviderServer, folder: str, db:
     assert {"word": "w", "one": "one", "two": "two", "three": "three"} == json.loads(resumed.stdout)
 
     shown = subprocess.run(
-        _argv("show", "r1", server=server, folder=folder, db=db), env=env, capture_output=True, text=True
+        _argv("show", "r1", "--json", server=server, folder=folder, db=db), env=env, capture_output=True, text=True
     )
     document = json.loads(shown.stdout)
     assert ("COMPLETE", ["first", "second", "third"]) == (document["status"], [s["step"] for s in document["steps"]])

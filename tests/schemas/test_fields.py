@@ -312,15 +312,22 @@ def test_batch_names_take_precedence_over_known() -> None:
 
 
 def test_schema_names_that_shadow_python_names_work() -> None:
-    """Schemas called like module globals or builtins (`Field`, `object`) still resolve to each other."""
+    """Schemas called like module globals or builtins (`Field`, `property`) still resolve to each other."""
     models = build_models(
         [
-            schema("Field", FieldDef(name="x", type="object?")),
-            schema("object", FieldDef(name="y", type="Field?")),
+            schema("Field", FieldDef(name="x", type="property?")),
+            schema("property", FieldDef(name="y", type="Field?")),
         ]
     )
     value = models["Field"].model_validate({"x": {"y": {"x": None}}})
-    assert isinstance(value.x, models["object"])  # type: ignore[attr-defined]  # built at runtime
+    assert isinstance(value.x, models["property"])  # type: ignore[attr-defined]  # built at runtime
+
+
+@pytest.mark.parametrize("name", ["object", "array", "integer"])
+def test_a_json_schema_type_name_is_no_schema_name(name: str) -> None:
+    """`object`, `array`, `integer`, ... are type names (aliases), so a schema may not take one."""
+    error = error_of([schema(name, FieldDef(name="x", type="str"))])
+    assert f"Schema name {name!r} is a builtin type name" in error.message
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,10 +408,21 @@ def test_unknown_reference_names_field_schema_location_and_near_names() -> None:
 
 
 def test_unknown_reference_near_a_builtin_suggests_it() -> None:
-    """A misspelt builtin is suggested like a schema; without a field location the schema's is used."""
+    """A misspelt builtin is suggested by its canonical name; without a field location the schema's is used."""
     error = error_of([located(schema("Box", FieldDef(name="x", type="strng")), 8)])
     assert str(error).startswith("schemas.yaml:8: Unknown schema 'strng' in field 'x' of schema 'Box'")
-    assert "Did you mean 'string' or 'str'?" in str(error)
+    assert "Did you mean 'str'?" in str(error)
+    assert ["str"] == error.suggestions
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("integr", "int"), ("Integer", "int"), ("boolen", "bool"), ("nubmer", "number"), ("arary", "array")],
+)
+def test_a_misspelt_type_in_a_field_gets_the_type_it_is_near(typo: str, meant: str) -> None:
+    """A misspelt builtin type or JSON Schema alias is suggested (the canonical name when it is near too)."""
+    error = error_of([schema("Box", FieldDef(name="x", type=f"list[{typo}]"))])
+    assert f"Did you mean {meant!r}?" in error.message
 
 
 def test_bad_type_string_names_field_and_suggests_the_fix() -> None:
@@ -577,12 +595,17 @@ def test_fields_under_a_non_object_type_are_refused() -> None:
     assert "`type: object`" in error.message
 
 
-def test_object_without_fields_says_how_to_declare_one() -> None:
-    """A bare `type: object` explains nested `fields:` and `dict`."""
-    error = error_of([schema("Thing", FieldDef(name="a", type="object"))])
-    assert "A nested object is `type: object` with its `fields:` under the field; any JSON object is `dict`." in (
-        error.message
+def test_object_without_fields_is_any_json_object() -> None:
+    """A bare `type: object` is JSON Schema's any object (`dict`); with `fields:` under it, a nested object."""
+    thing = one(
+        FieldDef(name="extra", type="object"),
+        FieldDef(name="items", type="array"),
+        FieldDef(name="address", type="object", fields=[FieldDef(name="street", type="string")]),
     )
+    value = thing.model_validate({"extra": {"k": [1]}, "items": [1, "a"], "address": {"street": "Main"}})
+    assert ({"k": [1]}, [1, "a"], "Main") == (value.extra, value.items, value.address.street)  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        thing.model_validate({"extra": [1], "items": [], "address": {"street": "Main"}})
 
 
 def test_bare_list_and_dict_fields_hold_anything() -> None:

@@ -18,6 +18,7 @@ from atomtask.schemas._type_strings import (
     TypeExpr,
     UnionType,
     is_optional,
+    near_type_names,
     parse_type,
     referenced_names,
     to_annotation,
@@ -102,6 +103,64 @@ def test_composite_forms(text: str, expected: TypeExpr) -> None:
 def test_bare_list_and_dict_hold_anything(text: str, expected: str) -> None:
     """A bare `list` is `list[any]` and a bare `dict` is `dict[str, any]`, as configuration-first users mean them."""
     assert expected == str(parse_type(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("array", "list[any]"),
+        ("object", "dict[str, any]"),
+        ("list[object]", "list[dict[str, any]]"),
+        ("dict[string, array]", "dict[str, list[any]]"),
+        ("object?", "dict[str, any]?"),
+        ("list[integer] | boolean", "list[int] | bool"),
+    ],
+)
+def test_json_schema_container_names_are_aliases(text: str, expected: str) -> None:
+    """JSON Schema's `array` and `object` are the bare `list` and `dict`, wherever a type string is."""
+    assert expected == str(parse_type(text))
+
+
+def test_object_is_a_nested_schema_only_where_asked() -> None:
+    """`nested_objects=True` (a schema field with `fields:` under it) keeps `object` as a reference to replace."""
+    assert ListType(item=SchemaRef(name="object")) == parse_type("list[object]", nested_objects=True)
+    assert ListType(item=DictType(key=STR, value=ScalarType(name="any"))) == parse_type("list[object]")
+
+
+def test_array_with_type_arguments_suggests_list() -> None:
+    """`array[int]` is not a form of its own: the fix is `list[int]`."""
+    with pytest.raises(SchemaError) as raised:
+        parse_type("array[int]")
+    assert ["list[int]"] == raised.value.suggestions
+
+
+@pytest.mark.parametrize(
+    ("typo", "expected"),
+    [
+        ("integr", "int"),
+        ("Integer", "int"),
+        ("strng", "str"),
+        ("boolen", "bool"),
+        ("flaot", "float"),
+        ("nubmer", "number"),
+    ],
+)
+def test_near_type_names_prefer_the_canonical_name(typo: str, expected: str) -> None:
+    """A misspelt type suggests the canonical name when it is near too, else the alias it is near."""
+    assert [expected] == near_type_names(typo)[:1]
+
+
+def test_a_name_near_no_type_gets_no_type_suggested() -> None:
+    """A schema name that looks like no type (`Contct`) is not told about types."""
+    assert [] == near_type_names("Contct")
+
+
+def test_an_unknown_name_near_a_type_is_told_the_type() -> None:
+    """`integr` fails as an unknown schema, and the message suggests `int` (before the resolver's own words)."""
+    with pytest.raises(SchemaError) as raised:
+        to_annotation(parse_type("list[integr]"), {}.__getitem__)
+    assert raised.value.message.startswith("Unknown type 'integr'. Did you mean 'int'? Unknown schema 'integr'")
+    assert ["int"] == raised.value.suggestions
 
 
 def test_whitespace_is_ignored() -> None:
@@ -306,7 +365,7 @@ def test_long_text_is_clipped_in_messages() -> None:
 
 def test_builtin_names_cover_every_keyword() -> None:
     """Schemas may not be named like a scalar, an alias or a generic."""
-    assert {"str", "string", "number", "date", "list", "dict", "literal"} <= BUILTIN_TYPE_NAMES
+    assert {"str", "string", "number", "date", "list", "dict", "literal", "array", "object"} <= BUILTIN_TYPE_NAMES
 
 
 # ---------------------------------------------------------------------------------------------

@@ -117,3 +117,26 @@ def test_record_case_notes_every_answer_over_http(
         recording = record_case(prepare(file, system)[1], system, "openai-chat:gpt-4o-mini", None)
     assert ('{"email": 3}', '{"name": "Grace", "email": null, "phone": null, "company": null}') == recording.answers
     assert attrs.NOTHING is recording.output  # the case checks a predicate, not the exact output
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_a_failure_its_answers_do_not_reproduce_is_refused(
+    tmp_path: Path, templates_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rejected answer, then a provider error: replayed, the answer fails otherwise, so the run is refused."""
+    from atomtask.template_tests._recording import record_case
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with FakeProviderServer() as server:
+        server.script(Reply.tool_call(args='{"email": 3}'), *[Reply.error(400, "Bad request")] * 4)
+        system = TaskSystem(templates=templates_dir, base_url=server.openai_base_url)
+        file = read_case_text(CASES, templates_dir / "tests" / "t.cases.yaml")
+        recording = record_case(prepare(file, system)[1], system, "openai-chat:gpt-4o-mini", None)
+    assert ('{"email": 3}',) == recording.answers
+    error = recording.result.error
+    assert (None, "provider_error") == (recording.expect_failure, error.reason if error is not None else None)
+    assert recording.refused is not None
+    assert recording.refused.endswith(
+        "and its 1 answer(s), replayed, fail with `output_validation_failure`: the failure did not come from the "
+        "model's answers"
+    )
