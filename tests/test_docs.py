@@ -39,7 +39,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from atomtask.testing import FakeProviderServer, RecordedRequest, Reply, ServerReply
+from atomtask.testing import FakeProviderServer
+from atomtask.testing._served import ServedAnswers
 from pydantic_ai import models
 
 from tests.conftest import REPO
@@ -201,21 +202,6 @@ def commands(block: Block) -> list[str]:
     return found
 
 
-def fake_answer(request: RecordedRequest) -> ServerReply:
-    """The fake server's reply to any request: schema-valid data for the output tool or JSON schema, else text."""
-    from atomtask.handlers._synthetic import synthetic_instance
-
-    body = request.body
-    for tool in body.get("tools") or []:
-        schema = tool.get("function", {}).get("parameters") or tool.get("input_schema")
-        name = tool.get("function", {}).get("name") or tool.get("name")
-        return Reply.tool_call(name=name, args=synthetic_instance(schema, 0))
-    response_format = body.get("response_format") or {}
-    if "json_schema" in response_format:
-        return Reply.text(json.dumps(synthetic_instance(response_format["json_schema"]["schema"], 0)))
-    return Reply.text("A short answer from the fake provider.")
-
-
 def write_fixtures(folder: Path) -> None:
     """The files the docs' commands name."""
     (folder / "notes.txt").write_text("Tides rise and fall twice a day, pulled by the moon.\n", encoding="utf-8")
@@ -247,7 +233,7 @@ def test_shell_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Monk
     runnable = [line for line in commands(block) if line not in ci]
     assert runnable or commands(block), f"{block.where}: no command"
     with FakeProviderServer() as server, models.override_allow_model_requests(True):
-        server.respond_with(fake_answer)
+        server.respond_with(ServedAnswers())  # what `python -m atomtask.testing serve` answers
         for line in runnable:
             words = shlex.split(line, comments=True)
             env: dict[str, str] = {}

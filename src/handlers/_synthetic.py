@@ -40,6 +40,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import threading
 import urllib.parse
 import warnings
@@ -52,17 +53,18 @@ import jsonschema.validators
 from atomtask.handlers._plausible import FORMATS, MISSING, format_value, plausible_text, propose
 from atomtask.schemas.json_schema._dialects import validator_class
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
+    TextContent,
     TextPart,
     ToolCallPart,
     UserContent,
 )
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from pydantic_ai.models.function import _estimate_string_tokens as estimate_words  # pydantic-ai's test models' count
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
@@ -456,10 +458,23 @@ def _part_content(part: Any) -> str | Sequence[UserContent]:
     return content if isinstance(content, str | list | tuple) else ""
 
 
+# Where pydantic-ai's test models split text into "tokens": whitespace and `",.:`.
+_TOKEN_SPLIT: Final = re.compile(r'[\s",.:]+')
+
+
 def _tokens(content: str | Sequence[UserContent]) -> int:
+    """Text: a token per word or punctuation run (as pydantic-ai's test models count), at least one per 4
+    characters; a binary part: a token per byte (as they count it); other media: none."""
     if isinstance(content, str):
-        return max(estimate_words(content), -(-len(content) // _CHARS_PER_TOKEN))
-    return sum(_tokens(item) if isinstance(item, str) else estimate_words([item]) for item in content)
+        words = len(_TOKEN_SPLIT.split(content.strip())) if content else 0
+        return max(words, -(-len(content) // _CHARS_PER_TOKEN))
+    total = 0
+    for item in content:
+        if isinstance(item, str | TextContent):
+            total += _tokens(item if isinstance(item, str) else item.content)
+        elif isinstance(item, BinaryContent):
+            total += len(item.data)
+    return total
 
 
 def answer(messages: Sequence[ModelMessage], info: AgentInfo) -> TextPart | ToolCallPart:
