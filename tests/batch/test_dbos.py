@@ -97,7 +97,9 @@ def test_a_budget_stop_cancels_the_queued_items_and_a_rerun_runs_them(
     items = write_items(tmp_path / "items.jsonl", 30)
     db = str(tmp_path / "queue.sqlite")
     out = tmp_path / "out.jsonl"
-    with ItemServer(delay=0.1) as server:
+    # 0.3 s an answer, two at a time: the 30 items take ~4.5 s, several of the submitter's polls (at most 1 s
+    # apart), so the budget stop is seen while items are still queued even when the worker starts late.
+    with ItemServer(delay=0.3) as server:
         env = server.env(tmp_path / "home")
         workers.append(_worker(db, templates, env, tmp_path / "worker.log", "--concurrency", "2"))
         argv = _submit(db, templates, items, out, env)
