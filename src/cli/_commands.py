@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,7 +23,7 @@ from atomtask.loading._providers import check_options
 
 if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
-    from atomtask.system._results import TaskResult, WorkflowResult
+    from atomtask.system._results import TaskResult, UsageNotes, WorkflowResult
 
 __all__ = [
     "EXIT_OK",
@@ -173,25 +174,53 @@ def _run_warnings(system: TaskSystem, args: argparse.Namespace, result: TaskResu
     """What the user must know about a run that went through, in the command's words (log records are for `-v`):
     the result's own warnings (`TaskNotes.warnings`: a tool the synthetic model does not call, a large prompt),
     a `{param}` of the template sent as written, a `--max-cost` that could not be enforced."""
+    found = _brace_warnings(system, [args.name])
+    found.extend(result.notes.warnings)  # the run's own (a large prompt, tools the synthetic model never calls)
+    found.extend(_max_cost_warnings(args, result.notes.usage))
+    return found
+
+
+def _workflow_warnings(system: TaskSystem, args: argparse.Namespace, result: WorkflowResult[Any]) -> list[str]:
+    """`_run_warnings` for a workflow run: each step's task warnings once (naming the step), sub-workflows too."""
     found: list[str] = []
-    if args.name in system.templates:
-        braces = system.templates.compiled(args.name).single_braces
+    tasks: list[str] = []
+    visits = list(result.steps)
+    while visits:
+        visit = visits.pop(0)
+        if visit.subworkflow is not None:
+            visits[:0] = visit.subworkflow.steps
+        if visit.task is not None and visit.task not in tasks:
+            tasks.append(visit.task)
+        for warning in visit.result.notes.warnings if visit.result is not None else ():
+            line = f"step {visit.step!r}: {warning}"
+            if line not in found:  # a step visited in a loop warns once
+                found.append(line)
+    return [*_brace_warnings(system, tasks), *found, *_max_cost_warnings(args, result.usage)]
+
+
+def _brace_warnings(system: TaskSystem, names: Sequence[str]) -> list[str]:
+    """A `{param}` sent to the model as written, for each of these templates that has one."""
+    found: list[str] = []
+    for name in names:
+        braces = system.templates.compiled(name).single_braces if name in system.templates else ()
         if braces:
             first = braces[0]
             where = f" ({first.location})" if first.location is not None else ""
             more = f" ({len(braces) - 1} more like it)" if len(braces) > 1 else ""
             found.append(
-                f"template {args.name!r}{where}: {first.text!r} in its {first.field} was sent to the model as "
+                f"template {name!r}{where}: {first.text!r} in its {first.field} was sent to the model as "
                 f"written{more}; write `{{{{{first.param}}}}}` to insert the parameter (`atomtask check` lists them)"
             )
-    found.extend(result.notes.warnings)  # the run's own (a large prompt, tools the synthetic model never calls)
-    usage = result.notes.usage
-    if args.max_cost is not None and usage.total_tokens and usage.cost is None:
-        found.append(
+    return found
+
+
+def _max_cost_warnings(args: argparse.Namespace, usage: UsageNotes) -> list[str]:
+    if getattr(args, "max_cost", None) is not None and usage.total_tokens and usage.cost is None:
+        return [
             "`--max-cost` was not enforced: the model's prices are unknown, so its answers have no cost; "
             "limit tokens instead (`--max-total-tokens N`)"
-        )
-    return found
+        ]
+    return []
 
 
 def _output_json(value: Any) -> str:
@@ -401,6 +430,8 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
     status = workflow_exit_status(result)
     if status != EXIT_USAGE and not args.quiet:
         print(actions.status_line(result), file=err)
+        for warning in _workflow_warnings(system, args, result):
+            print(f"atomtask: warning: {warning}", file=err)
     if args.result:
         _emit(json.dumps(_rounded(result.model_dump(mode="json")), indent=2, ensure_ascii=False), args, out)
     elif result.state is not None:

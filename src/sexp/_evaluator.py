@@ -65,7 +65,15 @@ from atomtask.sexp._builtins import (
 )
 from atomtask.sexp._defmodels import model_aliases_from_form
 from atomtask.sexp._defworkflow import workflow_from_form
-from atomtask.sexp._forms import clauses, datum, describe, schema_from_form, single, template_from_form
+from atomtask.sexp._forms import (
+    TemplateReading,
+    clauses,
+    datum,
+    describe,
+    read_template_form,
+    schema_from_form,
+    single,
+)
 from atomtask.sexp._reader import Literal, Node, SList, Symbol, read
 from atomtask.system._results import TaskResult, WorkflowResult
 from atomtask.system._templates import Template
@@ -690,12 +698,22 @@ class Interpreter:
 
 
 def declared_template(form: SList) -> Template:
-    """The template a `defatom` form declares; a name the language reserves is refused."""
-    template = template_from_form(form)
-    if template.name in SPECIAL_FORMS or template.name in BUILTINS:
-        kind = "special form" if template.name in SPECIAL_FORMS else "builtin"
-        raise TemplateError(
-            f"Task name {template.name!r} is a {kind} of the language and could not be called; choose another name.",
-            location=form.items[1].location,
-        )
-    return template
+    """The template a `defatom` form declares; raises its first mistake (a name the language reserves is one)."""
+    reading = read_declared_template(form)
+    if reading.template is None:
+        raise reading.problems[0]
+    return reading.template
+
+
+def read_declared_template(form: SList) -> TemplateReading:
+    """`read_template_form`, with a name the language reserves as one more mistake (in the name's place)."""
+    reading = read_template_form(form)
+    name = form.items[1] if len(form.items) > 1 else None
+    if not isinstance(name, Symbol) or (name.name not in SPECIAL_FORMS and name.name not in BUILTINS):
+        return reading
+    kind = "special form" if name.name in SPECIAL_FORMS else "builtin"
+    reserved = TemplateError(
+        f"Task name {name.name!r} is a {kind} of the language and could not be called; choose another name.",
+        location=name.location,
+    )
+    return TemplateReading(template=None, problems=(reserved, *reading.problems))

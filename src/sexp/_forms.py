@@ -37,6 +37,7 @@ __all__ = [
     "TEMPLATE_CLAUSES",
     "ErrorClass",
     "StringOrigin",
+    "TemplateReading",
     "clauses",
     "datum",
     "describe",
@@ -44,6 +45,7 @@ __all__ = [
     "field_spec",
     "literal_text",
     "pairs",
+    "read_template_form",
     "schema_from_form",
     "single",
     "spec",
@@ -88,31 +90,49 @@ def literal_text(value: object) -> str:
 
 
 def clauses(
-    items: Sequence[Node], valid: Sequence[str], label: str, error: ErrorClass, *, what: str
+    items: Sequence[Node],
+    valid: Sequence[str],
+    label: str,
+    error: ErrorClass,
+    *,
+    what: str,
+    problems: list[Exception] | None = None,
 ) -> dict[str, SList]:
-    """The clauses `(key ...)` of a form by key; an unknown, repeated or malformed one raises `error`."""
+    """The clauses `(key ...)` of a form by key; an unknown, repeated or malformed one raises `error`.
+
+    With `problems`, each such mistake is added to it instead and the clause left out (the first of a
+    repeated one is kept), so that one reading reports them all.
+    """
     found: dict[str, SList] = {}
     listing = ", ".join(valid)
     for item in items:
         head = item.head if isinstance(item, SList) else None
+        mistake: Exception | None = None
         if not isinstance(item, SList) or head is None:
-            raise error(
+            mistake = error(
                 f"Expected a {what} like `({valid[0]} ...)` in {label}, found {describe(item)}. "
                 f"Valid {what}s: {listing}.",
                 location=item.location,
             )
-        if head not in valid:
+        elif head not in valid:
             hint = did_you_mean(head, valid)
             if head in MODEL_SETTING_HINTS and "model_settings" in valid:  # `(temperature 0)` beside `instructions`
                 hint = f" It is a model setting: write it inside `(model_settings (({head} ...)))`."
-            raise error(f"Unknown {what} {head!r} in {label}.{hint} Valid {what}s: {listing}.", location=item.location)
-        if head in found:
-            raise error(
+            mistake = error(
+                f"Unknown {what} {head!r} in {label}.{hint} Valid {what}s: {listing}.", location=item.location
+            )
+        elif head in found:
+            mistake = error(
                 f"The {what} {head!r} is repeated in {label} (first at {found[head].location}); give it once. "
                 f"Valid {what}s: {listing}.",
                 location=item.location,
             )
-        found[head] = item
+        if mistake is not None:
+            if problems is None:
+                raise mistake
+            problems.append(mistake)
+        elif isinstance(item, SList) and head is not None:
+            found[head] = item
     return found
 
 
@@ -248,67 +268,132 @@ _PARAM_OPTIONS = ("default",)
 
 
 def template_from_form(form: SList) -> Template:
-    """Build the `Template` a `(defatom name clause...)` form declares; raises `TemplateError`."""
+    """Build the `Template` a `(defatom name clause...)` form declares; raises the first `TemplateError` in it."""
+    reading = read_template_form(form)
+    if reading.template is None:
+        raise reading.problems[0]
+    return reading.template
+
+
+@attrs.frozen(kw_only=True)
+class TemplateReading:
+    """What one `defatom` form gives: its template, or every mistake in it (in source order) and, when what
+    is left without the clauses in error is still a template, that one (`partial`, for `atomtask check`)."""
+
+    template: Template | None
+    problems: tuple[Exception, ...] = ()
+    partial: Template | None = None
+    dropped: frozenset[str] = frozenset()
+
+
+# Clauses the rest of a template depends on: with a mistake in one, nothing else is checked further.
+_ESSENTIAL_CLAUSES = frozenset({"instructions", "params"})
+
+
+def read_template_form(form: SList) -> TemplateReading:
+    """Read a `(defatom name clause...)` form, noting every mistake rather than stopping at the first one."""
     name_node = form.items[1] if len(form.items) > 1 else None
     if not isinstance(name_node, Symbol):
         found = f", found {describe(name_node)}" if name_node is not None else ""
-        raise TemplateError(
+        problem = TemplateError(
             f'`defatom` needs a task name first{found}: `(defatom name (instructions "...") ...)`.',
             location=name_node.location if name_node is not None else form.location,
         )
+        return TemplateReading(template=None, problems=(problem,))
     name = name_node.name
     label = f"defatom {name!r}"
-    declared = clauses(form.items[2:], TEMPLATE_CLAUSES, label, TemplateError, what="clause")
+    problems: list[Exception] = []
+    declared = clauses(form.items[2:], TEMPLATE_CLAUSES, label, TemplateError, what="clause", problems=problems)
     if "instructions" not in declared:
-        raise TemplateError(
-            f'{label} has no `instructions` clause; add `(instructions "... {{{{param}}}} ...")`. '
-            f"Clauses: {', '.join(TEMPLATE_CLAUSES)}.",
-            location=form.location,
+        problems.append(
+            TemplateError(
+                f'{label} has no `instructions` clause; add `(instructions "... {{{{param}}}} ...")`. '
+                f"Clauses: {', '.join(TEMPLATE_CLAUSES)}.",
+                location=form.location,
+            )
         )
     data: dict[str, Any] = {"name": name}
     origins: dict[str, TextOrigin] = {}
     where: dict[str, SourceLocation] = {"name": name_node.location}
+    dropped: set[str] = set()
     for key, clause in declared.items():
         where[key] = clause.location
         origins[key] = TextOrigin(location=clause.location)
-        args = clause.items[1:]
-        if key in _TEXT_CLAUSES:
-            node = single(args, clause, label, TemplateError)
-            data[key] = _text(node, key, label)
-            # Placeholders are looked for in `system` and `instructions`: point inside those texts.
-            origins[key] = (
-                _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
-            )
-        elif key == "tools":
-            data[key] = [_tool(node, label) for node in args]
-            for index, node in enumerate(args):
-                origins[f"tools.{index}"] = TextOrigin(location=node.location)
-        elif key in ("retries", "repair", "tool_calls"):  # `(repair lenient)`: a symbol reads as its name
-            data[key] = datum(single(args, clause, label, TemplateError))
-        elif key == "params":
-            data[key] = _params(args, label, origins)
-        elif key == "output_format":
-            data[key] = _output_format(args, clause, label, origins)
-        elif key == "model_settings":
-            data[key] = _model_settings(args, label, origins)
-        elif key == "cache":  # `(cache true)`, `(cache false)`, `(cache ((ttl "1h")))`
-            data[key] = _cache(args, clause, label)
-        else:  # limits
-            data[key] = {
-                k: datum(single(e.items[1:], e, label, TemplateError))
-                for k, e in entries(args, _LIMIT_KEYS, label, TemplateError).items()
-            }
-    try:
-        template = Template.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        path = [str(p) for p in err["loc"]]
-        location = where.get(path[0], form.location) if path else form.location
-        if len(path) > 1 and f"{path[0]}.{path[1]}" in origins:
-            location = origins[f"{path[0]}.{path[1]}"].location
-        message = err["msg"].removeprefix("Value error, ")
-        raise TemplateError(f"Invalid {label}: `{'.'.join(path)}`: {message}.", location=location) from None
-    return template.located(form.location, origins)
+        try:
+            data[key] = _clause_value(key, clause, label, origins)
+        except TemplateError as exc:
+            problems.append(exc)
+            dropped.add(key)
+    template: Template | None = None
+    # Without `instructions` or with `params` wrong, validating the rest would only repeat that mistake.
+    essential_wrong = "instructions" not in declared or not dropped.isdisjoint(_ESSENTIAL_CLAUSES)
+    for _ in range(0 if essential_wrong else _PASSES):  # each pass leaves out the clauses in error (see below)
+        try:
+            template = Template.model_validate(data)
+            break
+        except ValidationError as exc:
+            for err in exc.errors():
+                path = [str(p) for p in err["loc"]]
+                location = where.get(path[0], form.location) if path else form.location
+                if len(path) > 1 and f"{path[0]}.{path[1]}" in origins:
+                    location = origins[f"{path[0]}.{path[1]}"].location
+                message = err["msg"].removeprefix("Value error, ")
+                problem = TemplateError(f"Invalid {label}: `{'.'.join(path)}`: {message}.", location=location)
+                if str(problem) not in {str(p) for p in problems}:
+                    problems.append(problem)
+                dropped.add(path[0] if path else "")
+            if not dropped.isdisjoint({"", "name", *_ESSENTIAL_CLAUSES}):
+                break
+            data = {key: value for key, value in data.items() if key not in dropped}
+    located = template.located(form.location, origins) if template is not None else None
+    if not problems and located is not None:
+        return TemplateReading(template=located)
+    ordered = sorted(problems, key=_source_order)
+    partial = located if located is not None and dropped.isdisjoint(_ESSENTIAL_CLAUSES) else None
+    return TemplateReading(
+        template=None,
+        problems=tuple(ordered),
+        partial=partial,
+        dropped=frozenset(dropped),
+    )
+
+
+# Validations of a template, each without the clauses the one before found in error: a mistake a
+# `model_validator(mode="before")` reports (a misplaced setting) stops pydantic before the fields are checked.
+_PASSES = 3
+
+
+def _source_order(problem: Exception) -> tuple[int, int]:
+    location = getattr(problem, "location", None)
+    return (location.line or 0, location.column or 0) if location is not None else (0, 0)
+
+
+def _clause_value(key: str, clause: SList, label: str, origins: dict[str, TextOrigin]) -> Any:
+    """The value of one `defatom` clause, as the `Template` field `key` takes it; raises `TemplateError`."""
+    args = clause.items[1:]
+    if key in _TEXT_CLAUSES:
+        node = single(args, clause, label, TemplateError)
+        # Placeholders are looked for in `system` and `instructions`: point inside those texts.
+        origins[key] = _text_origin(node) if key in ("system", "instructions") else TextOrigin(location=node.location)
+        return _text(node, key, label)
+    if key == "tools":
+        for index, node in enumerate(args):
+            origins[f"tools.{index}"] = TextOrigin(location=node.location)
+        return [_tool(node, label) for node in args]
+    if key in ("retries", "repair", "tool_calls"):  # `(repair lenient)`: a symbol reads as its name
+        return datum(single(args, clause, label, TemplateError))
+    if key == "params":
+        return _params(args, label, origins)
+    if key == "output_format":
+        return _output_format(args, clause, label, origins)
+    if key == "model_settings":
+        return _model_settings(args, label, origins)
+    if key == "cache":  # `(cache true)`, `(cache false)`, `(cache ((ttl "1h")))`
+        return _cache(args, clause, label)
+    return {  # limits
+        k: datum(single(e.items[1:], e, label, TemplateError))
+        for k, e in entries(args, _LIMIT_KEYS, label, TemplateError).items()
+    }
 
 
 # The keys of a tool entry whose values are mappings themselves, written as `((key value) ...)`.

@@ -32,10 +32,10 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
     syntax error) raises.
     """
     from atomtask.errors import SexpSyntaxError, UsageError
-    from atomtask.loading._declarations import Declarations
+    from atomtask.loading._declarations import Declarations, PartialTemplate
     from atomtask.sexp._defmodels import model_aliases_from_form
     from atomtask.sexp._defworkflow import workflow_from_form
-    from atomtask.sexp._evaluator import declared_template
+    from atomtask.sexp._evaluator import read_declared_template
     from atomtask.sexp._forms import schema_from_form
     from atomtask.sexp._reader import SList, Symbol, read
 
@@ -44,8 +44,13 @@ def read_declarations(path: Path, errors: list[UsageError]) -> Declarations:
         if not isinstance(form, SList):
             continue
         try:
-            if form.head == "defatom":
-                out.templates.append(declared_template(form))
+            if form.head == "defatom":  # every mistake of the form, and what is left of it for `atomtask check`
+                reading = read_declared_template(form)
+                errors.extend(p for p in reading.problems if isinstance(p, UsageError))
+                if reading.template is not None:
+                    out.templates.append(reading.template)
+                elif reading.partial is not None:
+                    out.partial_templates.append(PartialTemplate(template=reading.partial, dropped=reading.dropped))
             elif form.head == "defschema":
                 out.schemas.append(schema_from_form(form))
             elif form.head == "defworkflow":

@@ -144,3 +144,35 @@ def test_a_single_brace_is_a_warning_in_the_command_s_words(tmp_path: Path) -> N
         "to the model as written; write `{{text}}` to insert the parameter (`atomtask check` lists them)"
     )
     assert "" == run(["run", "greet", "-i", "text=hi", "--model", "test", "-q", "--templates", str(folder)])[2]
+
+
+WORKFLOW = """\
+name: greet
+params: {text: str}
+instructions: 'Greet {text}: {{text}}'
+---
+name: greet_twice
+state:
+  - {name: text, type: str}
+steps:
+  - {id: first, task: greet, inputs: {text: "{{state.text}}"}}
+  - {id: again, task: greet, inputs: {text: "{{state.text}}"}}
+"""
+
+
+def test_a_workflow_run_says_its_steps_warnings_once_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`workflow run` prints what `run` prints: the template's single brace once, each step's own warning once."""
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    (folder / "greet.yaml").write_text(WORKFLOW, encoding="utf-8")
+    monkeypatch.setenv("ATOMTASK_LARGE_PROMPT", "10")
+    argv = ["workflow", "run", "greet_twice", "-i", "text=hi", "--model", "test", "--no-durable"]
+    code, _, err = run([*argv, "--templates", str(folder)])
+    warnings = [line for line in err.splitlines() if line.startswith("atomtask: warning:")]
+    assert (0, []) == (code, _records(err))
+    assert 3 == len(warnings), err
+    assert warnings[0].startswith("atomtask: warning: template 'greet' (")
+    assert "'{text}' in its instructions was sent to the model as written" in warnings[0]
+    assert [w.split(": ", 3)[2] for w in warnings[1:]] == ["step 'first'", "step 'again'"]
+    assert all("characters long" in w for w in warnings[1:])
+    assert [] == [line for line in run([*argv, "-q", "--templates", str(folder)])[2].splitlines() if line]

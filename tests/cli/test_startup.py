@@ -20,7 +20,6 @@ HEAVY = (
     "httpx",
     "dbos",
     "sqlalchemy",
-    "lark",
     "jsonschema",
     "opentelemetry",
     "structlog",

@@ -330,3 +330,33 @@ def test_json_schema_type_names_are_parameter_types(tmp_path: Path) -> None:
     assert values == inputs.validate_python(values)
     with pytest.raises(ValueError, match="o"):
         inputs.validate_python({**values, "o": [1]})
+
+
+FOUR_MISTAKES_SEXP = """\
+(defatom summarize
+  (params (text str) (count int (default "many")))
+  (temperature 0.2)
+  (model "opanai:gpt-4o")
+  (model_settings ((max_tokens "lots")))
+  (instructions "Summarise {{text}} in {{count}} points."))
+"""
+
+
+def test_a_defatom_reports_every_mistake_in_one_run_too(tmp_path: Path) -> None:
+    """The same four mistakes written as `defatom` clauses: four findings, where each is written."""
+    path = write(tmp_path, "summarize.sexp", FOUR_MISTAKES_SEXP)
+    report = check([path])
+    assert [(2, 22, "E102"), (3, 3, "E101"), (4, 10, "E104"), (5, 20, "E102")] == where_and_code(report.findings)
+    with pytest.raises(TemplateError) as info:  # loading names the first, and says there are more
+        TaskSystem(templates=[path])
+    assert "Unknown clause 'temperature'" in info.value.message
+    assert "lists every mistake of the template" in str(info.value)
+
+
+def test_a_reserved_defatom_name_and_a_bad_clause_are_both_reported(tmp_path: Path) -> None:
+    """A name the language reserves no longer hides the form's other mistakes."""
+    path = write(tmp_path, "t.sexp", '(defatom if (instructions "Hi") (retries "many") (colour red))\n')
+    messages = [f.message for f in check([path]).findings]
+    assert 3 == len(messages), messages
+    assert "is a special form of the language" in messages[0]
+    assert any("`retries`" in m for m in messages) and any("Unknown clause 'colour'" in m for m in messages)

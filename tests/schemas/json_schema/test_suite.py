@@ -63,3 +63,12 @@ def test_unknown_formats_are_annotations() -> None:
     label = "optional/format/unknown.json"
     result = run_file(suite_system(CORPUS), CORPUS / "tests" / label, label)
     assert (0, len(result.outcomes)) == (result.refused_schemas, result.agree)
+
+
+def test_durations_follow_the_rfc_3339_grammar() -> None:
+    """`optional/format/duration.json`: every verdict agrees (fractions, signs, `P1Y2D`, `P1WT1H` refused)."""
+    label = "optional/format/duration.json"
+    result = run_file(suite_system(CORPUS), CORPUS / "tests" / label, label)
+    wrong = [f"{o.test} (expected {o.expected})" for o in result.outcomes if not o.agrees]
+    assert ([], 0) == (wrong, result.refused_schemas)
+    assert 40 < len(result.outcomes)
