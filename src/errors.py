@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 
@@ -134,6 +134,19 @@ def near_names(name: str, candidates: Iterable[str], *, n: int = 3, cutoff: floa
         by_folded.setdefault(candidate.lower(), candidate)
     matches = difflib.get_close_matches(name.lower(), list(by_folded), n=n, cutoff=cutoff)
     return [by_folded[m] for m in matches]
+
+
+_E = TypeVar("_E", bound=Exception)
+
+
+def in_source_order(errors: Iterable[_E]) -> list[_E]:
+    """`errors` by where each is (line, then column); those without a `location` first, in their order."""
+
+    def where(error: Exception) -> tuple[int, int]:
+        location = getattr(error, "location", None)
+        return (location.line or 0, location.column or 0) if location is not None else (0, 0)
+
+    return sorted(errors, key=where)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

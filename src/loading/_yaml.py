@@ -22,6 +22,7 @@ from atomtask.errors import (
     TemplateError,
     UsageError,
     WorkflowDeclarationError,
+    in_source_order,
 )
 from atomtask.loading._declarations import Declarations, PartialTemplate
 from atomtask.loading._model_aliases import ModelAliasDef
@@ -124,7 +125,7 @@ def validation_errors(
         elif err["type"] == "missing":
             message = "required key is missing"
         out[tuple(walked)] = kind(f"Invalid {label}: `{dotted}`: {message}.", location=where)
-    return sorted(out.values(), key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0))
+    return in_source_order(out.values())
 
 
 try:  # libyaml's parser (as PyYAML's wheels ship it) reads ~10x faster than PyYAML's own.
@@ -629,8 +630,8 @@ def _template_problems(
             exc = again
             continue
         located = _locate_template(template, doc, loader, location)
-        return _sorted(problems.values()), PartialTemplate(template=located, dropped=frozenset(dropped))
-    return _sorted(problems.values()), None
+        return in_source_order(problems.values()), PartialTemplate(template=located, dropped=frozenset(dropped))
+    return in_source_order(problems.values()), None
 
 
 def _without_errors(
@@ -659,10 +660,6 @@ def _without_errors(
     if params is not None:
         partial["params"] = params
     return partial
-
-
-def _sorted(problems: Iterable[UsageError]) -> list[UsageError]:
-    return sorted(problems, key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0))
 
 
 def _locate_template(template: Template, doc: dict[str, Any], loader: YamlLoader, location: SourceLocation) -> Template:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from atomtask.errors import SchemaError, SourceLocation, TemplateError, did_you_mean
+from atomtask.errors import SchemaError, SourceLocation, TemplateError, did_you_mean, in_source_order
 from atomtask.schemas._declarations import FieldDef, SchemaDef
 from atomtask.sexp._reader import Literal, Node, SList, Symbol
 from atomtask.system._templates import MODEL_SETTING_HINTS, Template, TemplateLimits, TextOrigin
@@ -348,11 +348,10 @@ def read_template_form(form: SList) -> TemplateReading:
     located = template.located(form.location, origins) if template is not None else None
     if not problems and located is not None:
         return TemplateReading(template=located)
-    ordered = sorted(problems, key=_source_order)
     partial = located if located is not None and dropped.isdisjoint(_ESSENTIAL_CLAUSES) else None
     return TemplateReading(
         template=None,
-        problems=tuple(ordered),
+        problems=tuple(in_source_order(problems)),
         partial=partial,
         dropped=frozenset(dropped),
     )
@@ -361,11 +360,6 @@ def read_template_form(form: SList) -> TemplateReading:
 # Validations of a template, each without the clauses the one before found in error: a mistake a
 # `model_validator(mode="before")` reports (a misplaced setting) stops pydantic before the fields are checked.
 _PASSES = 3
-
-
-def _source_order(problem: Exception) -> tuple[int, int]:
-    location = getattr(problem, "location", None)
-    return (location.line or 0, location.column or 0) if location is not None else (0, 0)
 
 
 def _clause_value(key: str, clause: SList, label: str, origins: dict[str, TextOrigin]) -> Any:
