@@ -83,6 +83,9 @@ class TaskSystem:
         model: the default model: a pydantic-ai model string or `Model` instance (e.g. `FunctionModel`).
         templates: a YAML file or folder (or several) to load right away.
         base_url: the provider's endpoint (a local OpenAI-compatible server for `openai-chat:`, Ollama, ...).
+        server: the kind of server behind it: `llama-cpp-python`, `llama-server`, `ollama`, `vllm`, `lmstudio`,
+            `openai` or `generic`, so every request goes in the form it honours (grammar-constrained output where it
+            offers it, `max_tokens`); None (the default) detects it from the endpoint at the first request.
         model_settings: pydantic-ai `ModelSettings` applied to every call (a template's `model_settings` and a
             call's `model_settings=` go on top, key by key); checked like a template's.
         importable: packages whose Pydantic classes templates may name by import path
@@ -120,6 +123,7 @@ class TaskSystem:
         instrument: bool | TraceSettings | None = None,
         model_aliases: Mapping[str, Model | str] | None = None,
         large_prompt: int | None = None,
+        server: str | None = None,
     ) -> None:
         self.models = ModelRegistry(importable=importable)
         # The shipped templates' Python output classes, so `templates/` resolves in every system.
@@ -148,6 +152,7 @@ class TaskSystem:
             model_settings=model_settings,
             provider_retries=provider_retries,
             model_aliases=self.model_aliases,
+            server=server,
         )
 
     @property
@@ -894,9 +899,9 @@ class TaskSystem:
         """Run template or workflow `name` over `items` (mappings of inputs): an async iterator of `BatchItemResult`s.
 
         Results come in completion order (`result.index` is the item's position); the options are
-        `BatchOptions` (`model`, `model_settings`, `concurrency`, `rpm`, `tpm`, `max_cost`, `max_tokens`,
-        `id_field`, `batch_id` with `db`, `retry_failed`, `provider_batch`, ...). A 429 from the provider
-        pauses every worker for its `Retry-After`. The returned `BatchRun` keeps the counts (`done`,
+        `BatchOptions` (`model`, `model_settings`, `retries`, `repair`, `concurrency`, `rpm`, `tpm`, `max_cost`,
+        `max_total_tokens`, `id_field`, `batch_id` with `db`, `retry_failed`, `provider_batch`, ...). A 429 from the
+        provider pauses every worker for its `Retry-After`. The returned `BatchRun` keeps the counts (`done`,
         `failed`, `failed_by`, `spent`, `stopped`). Bad items and options raise before anything runs.
 
         Example:

@@ -18,7 +18,7 @@ from atomtask.batch._pacing import Pacer, batch_budget
 from atomtask.batch._record import BatchRecord
 from atomtask.batch._run import BatchRun
 from atomtask.batch._target import BatchHost, check_items, resolve_target
-from atomtask.errors import BatchInputError
+from atomtask.errors import BatchInputError, ConfigurationError
 from atomtask.loading._providers import check_options
 from atomtask.system._results import BatchItemResult
 
@@ -44,8 +44,12 @@ class BatchOptions(TypedDict, total=False):
     """Tokens per minute, at most."""
     max_cost: float
     """Stop taking items once this many USD are spent."""
-    max_tokens: int
-    """Stop taking items once this many tokens are spent."""
+    max_total_tokens: int
+    """Stop taking items once this many tokens are spent, across the batch (per answer: `model_settings`)."""
+    retries: int
+    """Re-ask each item's model up to this many times on an invalid answer, as `execute(retries=)`."""
+    repair: str | bool
+    """Each item's local repair (`safe`, `lenient`, `off`), as `execute(repair=)`."""
     id_field: str
     """The input that names an item (default `"id"`; else `item-<hash of its inputs>`)."""
     batch_id: str
@@ -69,9 +73,16 @@ def start_batch(
 
     Every item's inputs and the options are checked first (`BatchInputError`, `ConfigurationError`).
     """
+    if "max_tokens" in options:  # the old name of the batch's total: one name, one meaning
+        raise ConfigurationError(
+            "`max_tokens=` is not an option of a batch: the batch's total is `max_total_tokens=`, and an answer's "
+            "limit is `model_settings={'max_tokens': N}`, as for `execute`."
+        )
     asked = check_options(
         model=options.get("model"),
         model_settings=options.get("model_settings"),
+        retries=options.get("retries"),
+        repair=options.get("repair"),
         where="this batch",
         aliases=host.templates.model_aliases,
     )
@@ -118,7 +129,7 @@ def start_batch(
         options=asked,
         concurrency=options.get("concurrency", 8),
         pacer=Pacer(rpm=options.get("rpm"), tpm=options.get("tpm")),
-        budget=batch_budget(max_cost=options.get("max_cost"), max_tokens=options.get("max_tokens")),
+        budget=batch_budget(max_cost=options.get("max_cost"), max_tokens=options.get("max_total_tokens")),
         record=record,
         batch_id=batch_id,
         retry_failed=options.get("retry_failed", False),

@@ -44,6 +44,7 @@ from atomtask.errors import DurableRunsUnavailableError
 from atomtask.runs import _store as engine
 from atomtask.system._options import CallOptions
 from atomtask.system._results import BatchItemResult, FailureReason, TaskError, TaskStatus
+from atomtask.system._templates import RepairMode
 
 __all__ = ["ENDED", "ENQUEUE_CHUNK", "ITEM_FUNCTION", "LOOKUP_CHUNK", "cancel_if_enqueued", "ended", "enqueue"]
 
@@ -154,6 +155,7 @@ __all__ = [
     "ITEM_FUNCTION",
     "DbosBatchRun",
     "configure_queue",
+    "item_options",
     "item_prefix",
     "run_class_for",
     "serve",
@@ -174,7 +176,7 @@ SWEEP = 10.0
 MARGIN_MS = 500
 """How far before the latest completion seen the next read starts (a completion committed late is still read)."""
 
-# A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, settings).
+# A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, options).
 _make_host: Callable[[str | None], BatchHost] | None = None
 _hosts: dict[str | None, BatchHost] = {}
 _targets: dict[tuple[str | None, str, str | None, str], BatchTarget] = {}
@@ -205,12 +207,27 @@ def _host_and_target(spec: Mapping[str, Any], *, target: bool = True) -> tuple[B
             host = _hosts[base_url] = _make_host(base_url)
         if not target:
             return host, None
-        settings = spec.get("model_settings")
-        key = (base_url, name, model, json.dumps(settings, sort_keys=True, default=str))
+        options = item_options(spec)
+        asked = [options.model_settings, options.repair, options.retries]
+        key = (base_url, name, model, json.dumps(asked, sort_keys=True, default=str))
         found = _targets.get(key)
         if found is None:
-            found = _targets[key] = resolve_target(host, name, CallOptions(model=model, model_settings=settings))
+            found = _targets[key] = resolve_target(host, name, options)
     return host, found
+
+
+def item_options(spec: Mapping[str, Any]) -> CallOptions:
+    """An item's `CallOptions` as the submitter asked them (`DbosBatchRun._spec`): model, settings, retries, repair.
+
+    A spec queued by an older submitter has no `retries` or `repair`: the templates decide, as they did then.
+    """
+    repair = spec.get("repair")
+    return CallOptions(
+        model=spec.get("model"),
+        model_settings=spec.get("model_settings"),
+        retries=spec.get("retries"),
+        repair=RepairMode(repair) if repair is not None else None,
+    )
 
 
 @DBOS.workflow(name=ITEM_FUNCTION)
@@ -231,7 +248,7 @@ async def _batch_item(spec: dict[str, Any]) -> dict[str, Any]:
         )
         error = TaskError(reason=FailureReason.CONFIGURATION_ERROR, message=message)
         return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error).model_dump(mode="json")
-    options = CallOptions(model=spec.get("model"), model_settings=spec.get("model_settings"))
+    options = item_options(spec)
     result = await target.run(host, item_id, spec["inputs"], options, id_field=str(spec.get("id_field") or "id"))
     return result.model_dump(mode="json")
 
@@ -331,6 +348,8 @@ class DbosBatchRun(BatchRun):
             "fingerprint": self.target.fingerprint,
             "model": model if isinstance(model, str) else None,
             "model_settings": self.options.model_settings,
+            "retries": self.options.retries,
+            "repair": self.options.repair.value if self.options.repair is not None else None,
             "base_url": self.base_url,
             "inputs": dict(item.inputs),
             "id_field": self.id_field,

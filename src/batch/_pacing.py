@@ -4,8 +4,8 @@
 refused with a rate limit (as long as the provider's `Retry-After`, else `DEFAULT_PAUSE`), then the
 requests-per-minute and tokens-per-minute limiters (`aiolimiter`'s leaky buckets). Tokens are not
 known before an item runs, so an item takes the running average up front and settles the difference
-when it ends. The batch's `max_cost` and `max_tokens` are a `Budget` (`batch_budget`) that says when
-the batch must stop taking items (`reached`).
+when it ends. The batch's `max_cost` and `max_tokens` (`--max-cost`, `--max-total-tokens`: totals across
+its items) are a `Budget` (`batch_budget`) that says when the batch must stop taking items (`reached`).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def reached(budget: Budget) -> str | None:
         return f"the batch's `--max-cost` of ${budget.limit('cost'):g} (${budget.spent('cost'):.4f} spent)"
     if metric == "total_tokens":
         return (
-            f"the batch's `--max-tokens` of {budget.limit('total_tokens'):g} ({budget.spent('total_tokens'):g} spent)"
+            f"the batch's `--max-total-tokens` of {budget.limit('total_tokens'):g} "
+            f"({budget.spent('total_tokens'):g} spent)"
         )
     return None

@@ -2,9 +2,12 @@
 
 The fingerprint is a SHA-256 of everything besides the model and the inputs that decides an item's
 answer: the declaration as registered (a template with its output schema; a workflow with the
-templates it names), the model settings as sent (the TaskSystem's under the batch's), and the
-endpoint (`base_url`). Editing the template, `--setting temperature=0.9` or `--base-url` makes a
-re-run run every item again; the model is the record's other key. `check_inputs` validates an
+templates it names), the model settings as sent (the TaskSystem's under the batch's), the batch's
+repair mode (`--repair`, which decides how an answer is read) and the endpoint (`base_url`). Editing
+the template, `--setting temperature=0.9`, `--max-tokens 50`, `--repair lenient` or `--base-url` makes a
+re-run run every item again; the model is the record's other key. The batch's `retries` are not in it:
+they decide only whether an item fails, never what a finished item's answer is (`--retry-failed` runs
+the failed ones again with new retries). `check_inputs` validates an
 item's inputs as the run would, so a bad line is refused before anything is paid.
 `BatchHost` is what the batch needs of `TaskSystem`, kept as a protocol so this layer sits below it.
 """
@@ -208,7 +211,7 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
     """The template (first) or workflow `name`; a usage error with near names when it is neither.
 
     The batch's `options` choose each template's model as a call's would (`resolve_options`); their model
-    settings (over the TaskSystem's) and the endpoint go into the fingerprint.
+    settings (over the TaskSystem's), their repair mode and the endpoint go into the fingerprint.
     """
     from atomtask.executors._atomic import resolve_options
     from atomtask.executors._cache import schema_fingerprint  # memoised per class, shared with the cache
@@ -218,7 +221,9 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
     def label(template: str) -> str:
         return resolve_options(options, host.templates.compiled(template), handler, host.executor.cache).model.label
 
-    sending = [{**(handler.model_settings or {}), **(options.model_settings or {})}, handler.base_url]
+    sending: list[Any] = [{**(handler.model_settings or {}), **(options.model_settings or {})}, handler.base_url]
+    if options.repair is not None:  # only when asked, so a batch that asks none keeps its fingerprint
+        sending.append({"repair": options.repair.value})
     if name in host.templates:
         compiled = host.templates.compiled(name)
         template = compiled.template

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from atomtask.cli._batch import add_batch_parser, add_worker_parser, at_least_one, positive
 from atomtask.cli._stream import with_stream
 
 __all__ = ["build_parser", "log_options", "model_settings", "parse_inputs"]
@@ -115,15 +116,27 @@ def _with_inputs_and_model(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...), e.g. a local server"
     )
+    p.add_argument(
+        "--server",
+        metavar="KIND",
+        help="the kind of OpenAI-compatible server at --base-url: llama-cpp-python, llama-server, ollama, vllm, "
+        "lmstudio, openai or generic (default: asked of the server at the first request)",
+    )
 
 
 def _with_settings(p: argparse.ArgumentParser) -> None:
+    """The model settings group (`run`, `eval`, `workflow run`, `batch`): `model_settings` reads it."""
     group = p.add_argument_group("model settings (sent with every model request)")
     group.add_argument("--temperature", type=float, metavar="F", help="sampling temperature")
-    group.add_argument("--max-tokens", type=int, metavar="N", help="at most N tokens in each response")
+    group.add_argument(
+        "--max-tokens",
+        type=at_least_one,
+        metavar="N",
+        help="at most N tokens in each answer (the model's `max_tokens`; not a total)",
+    )
     group.add_argument("--top-p", type=float, metavar="F", help="nucleus sampling probability mass")
     group.add_argument("--seed", type=int, metavar="N", help="random seed, where the provider supports one")
-    group.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of each model request")
+    group.add_argument("--timeout", type=positive, metavar="SECONDS", help="timeout of each model request")
     group.add_argument(
         "--setting",
         action="append",
@@ -155,6 +168,18 @@ def _with_cache_command(sub: Any, common: argparse.ArgumentParser) -> None:
         p.add_argument("--db", metavar="FILE", help="the cache file (default: $ATOMTASK_HOME/cache.sqlite3)")
         if action == "stats":
             p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def _with_retries(group: argparse._ArgumentGroup) -> None:
+    """`--retries N` and `--repair MODE` / `--no-repair`: how each answer is re-asked or repaired (`run`, `batch`)."""
+    group.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
+    group.add_argument(
+        "--repair",
+        choices=("safe", "lenient", "off"),
+        help="repair invalid output locally: `safe` fixes syntax only (the template's default unless it says "
+        "otherwise), `lenient` also reads values toward the schema, `off` re-asks",
+    )
+    group.add_argument("--no-repair", dest="repair", action="store_const", const="off", help="same as `--repair off`")
 
 
 def _with_limits(group: argparse._ArgumentGroup, scope: str) -> None:
@@ -235,14 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     _with_output(run)
     _with_settings(run)
     limits = run.add_argument_group("retries and limits")
-    limits.add_argument("--retries", type=int, metavar="N", help="re-ask the model up to N times on invalid output")
-    limits.add_argument(
-        "--repair",
-        choices=("safe", "lenient", "off"),
-        help="repair invalid output locally: `safe` fixes syntax only (the template's default unless it says "
-        "otherwise), `lenient` also reads values toward the schema, `off` re-asks",
-    )
-    limits.add_argument("--no-repair", dest="repair", action="store_const", const="off", help="same as `--repair off`")
+    _with_retries(limits)
     _with_limits(limits, "all attempts")
     _with_cache(run)
     with_stream(run)
@@ -283,9 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _with_workflow(sub, common)
     _with_cache_command(sub, common)
-    from atomtask.cli._batch import add_batch_parser, add_worker_parser  # argparse only: light
-
-    add_batch_parser(sub, common, with_templates=_with_templates)
+    add_batch_parser(
+        sub, common, with_templates=_with_templates, with_settings=_with_settings, with_retries=_with_retries
+    )
     add_worker_parser(sub, common, with_templates=_with_templates)
 
     from atomtask.cli._memory import add_memory_parser

@@ -57,7 +57,7 @@ WORKER_EPILOG = (
 
 
 def positive(text: str) -> float:
-    """An argparse type: a number over 0 (`--rpm`, `--tpm`, `--max-cost`, seconds)."""
+    """An argparse type: a number over 0 (`--rpm`, `--tpm`, `--max-cost`, seconds such as `--timeout`)."""
     try:
         value = float(text)
     except ValueError:
@@ -68,7 +68,7 @@ def positive(text: str) -> float:
 
 
 def at_least_one(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (`--concurrency`, `--max-tokens`)."""
+    """An argparse type: a whole number of at least 1 (`--concurrency`, `--max-total-tokens`, `--max-tokens`)."""
     try:
         value = int(text)
     except ValueError:
@@ -121,18 +121,29 @@ def add_worker_parser(
 
 
 BATCH_EPILOG = (
+    "Each item is one task call (or workflow run) with `atomtask run`'s per-answer flags: `--max-tokens N` caps "
+    "each answer, `--retries`, `--repair`; the batch's totals are `--max-total-tokens N` and `--max-cost USD`. "
     "Every finished item is recorded (SQLite, $ATOMTASK_HOME/batches.sqlite3) before it is written out: run the "
     "same command again, or `atomtask batch --resume BATCH_ID`, and the items already finished for the same "
-    "template, model, model settings and endpoint are not run (or paid) again. Exit status: 0 every item "
+    "template, model, model settings, repair mode and endpoint are not run (or paid) again. Exit status: 0 every item "
     "COMPLETE; 1 some FAILED or the batch stopped at its budget; 2 the batch could not start (a bad input line "
     "or input, unknown name, bad flag); 130 interrupted (the finished items are kept)."
 )
 
 
 def add_batch_parser(
-    sub: Any, common: argparse.ArgumentParser, *, with_templates: Callable[[argparse.ArgumentParser], None]
+    sub: Any,
+    common: argparse.ArgumentParser,
+    *,
+    with_templates: Callable[[argparse.ArgumentParser], None],
+    with_settings: Callable[[argparse.ArgumentParser], None],
+    with_retries: Callable[[argparse._ArgumentGroup], None],
 ) -> None:
-    """`atomtask batch NAME --input FILE|- [--output FILE] [--concurrency N] ...`."""
+    """`atomtask batch NAME --input FILE|- [--output FILE] [--concurrency N] ...`.
+
+    Each item's answer takes `run`'s own flags (`with_settings`: `--max-tokens`, `--temperature`, ...;
+    `with_retries`: `--retries`, `--repair`); the batch's totals are `--max-total-tokens` and `--max-cost`.
+    """
     p = sub.add_parser(
         "batch",
         parents=[common],
@@ -152,11 +163,9 @@ def add_batch_parser(
     p.add_argument("--ordered", action="store_true", help="write results in input order (default: as they finish)")
     p.add_argument("--model", help="the model for every item, over the template's own")
     p.add_argument("--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...)")
-    p.add_argument(
-        "--setting", action="append", default=[], metavar="KEY=VALUE", help="a pydantic-ai model setting (repeatable)"
-    )
-    p.add_argument("--timeout", type=positive, metavar="SECONDS", help="timeout of each model request")
-    pace = p.add_argument_group("pace and budget")
+    with_settings(p)
+    with_retries(p.add_argument_group("retries (of each item's task calls)"))
+    pace = p.add_argument_group("pace and budget (of the whole batch)")
     pace.add_argument("--concurrency", type=at_least_one, metavar="N", help="items in flight at once (default 8)")
     pace.add_argument("--rpm", type=positive, metavar="N", help="at most N items started per minute")
     pace.add_argument("--tpm", type=positive, metavar="N", help="at most N tokens per minute (by the items' average)")
@@ -164,14 +173,15 @@ def add_batch_parser(
         "--max-cost",
         type=positive,
         metavar="USD",
-        help="stop taking items once this run spent this much (needs the model's prices; without them: --max-tokens)",
+        help="stop taking items once this run spent this much (needs the model's prices; without them: "
+        "--max-total-tokens)",
     )
     pace.add_argument(
-        "--max-tokens",
-        dest="batch_max_tokens",
+        "--max-total-tokens",
         type=at_least_one,
         metavar="N",
-        help="stop taking items once this run spent N tokens",
+        help="the batch's total: stop taking items once this run spent N tokens across all items "
+        "(`--max-tokens` is per answer)",
     )
     resume = p.add_argument_group("resume")
     resume.add_argument("--batch-id", metavar="ID", help="name the batch (default: from NAME, the input and model)")
@@ -315,7 +325,13 @@ _SPEC_KEYS = (
     "model",
     "base_url",
     "setting",
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "seed",
     "timeout",
+    "retries",
+    "repair",
     "concurrency",
     "rpm",
     "tpm",
@@ -337,7 +353,9 @@ def prepare(args: argparse.Namespace) -> argparse.Namespace:
         finally:
             record.close()
         for key in _SPEC_KEYS:
-            if getattr(args, key, None) in (None, [], False) and spec.get(key) is not None:
+            given = getattr(args, key, None)
+            # `is`, not `in (None, [], False)`: `--retries 0` or `--temperature 0` on the command line wins.
+            if (given is None or given is False or given == []) and spec.get(key) is not None:
                 setattr(args, key, spec[key])
         args.batch_id = args.resume
     if not args.name:
@@ -414,7 +432,7 @@ def run_command(
             options=options,
             concurrency=args.concurrency or 8,
             pacer=Pacer(rpm=args.rpm, tpm=args.tpm),
-            budget=batch_budget(max_cost=args.max_cost, max_tokens=args.batch_max_tokens),
+            budget=batch_budget(max_cost=args.max_cost, max_tokens=args.max_total_tokens),
             record=record,
             batch_id=batch_id,
             retry_failed=args.retry_failed,

@@ -37,6 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="check provider compatibility against MODEL for templates that name none (default: $ATOMTASK_MODEL)",
     )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the endpoint the models go to: a local OpenAI-compatible server's output modes are checked against "
+        "what it honours (P308, P309); the kind of server is asked of it once, unless --server names it",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="KIND",
+        help="the kind of server at --base-url: llama-cpp-python, llama-server, ollama, vllm, lmstudio, openai or "
+        "generic",
+    )
     parser.add_argument("--select", action="append", default=[], metavar="CODE", help="only these codes or prefixes")
     parser.add_argument("--ignore", action="append", default=[], metavar="CODE", help="skip these codes or prefixes")
     parser.add_argument("--strict", action="store_true", help="warnings fail the check too")
@@ -97,14 +109,34 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.model:
         check_model_flags(None)
 
+    from atomtask.errors import ConfigurationError
     from atomtask.lint._engine import check, check_cache
+    from atomtask.loading._servers import Endpoint
+
+    try:
+        endpoint = Endpoint.of(args.base_url, args.server)
+    except ConfigurationError as exc:
+        print(f"atomtask: error: {exc.message}", file=err)
+        return EXIT_USAGE
+    # What the server at --base-url is, is part of what the findings depend on: asked now (once), for the cache.
+    detected = endpoint.profile_for("openai-chat:any") if endpoint is not None and args.server is None else None
 
     # A check allocates many long-lived objects and almost no cyclic garbage: the collector's full
     # passes cost ~20% of the run and free next to nothing, so it pauses while the check runs.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        cache = None if args.no_cache else check_cache(models=args.model, select=select, ignore=ignore)
+        cache = (
+            None
+            if args.no_cache
+            else check_cache(
+                models=args.model,
+                select=select,
+                ignore=ignore,
+                base_url=args.base_url,
+                server=args.server or (detected.name if detected is not None else None),
+            )
+        )
         report = check(
             paths,
             python=args.python,
@@ -113,6 +145,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             ignore=ignore,
             cache=cache,
             helper_process=True,  # pydantic-ai is imported by a helper while this process checks
+            base_url=args.base_url,
+            server=args.server,
         )
     finally:
         if collecting:

@@ -93,6 +93,7 @@ def _system(args: argparse.Namespace) -> TaskSystem:
     return TaskSystem(
         templates=paths,
         base_url=getattr(args, "base_url", None),
+        server=getattr(args, "server", None),
         cache=getattr(args, "cache", None),
         instrument=getattr(args, "instrument", None),  # `ATOMTASK_OTEL=1`: the command's exporter (`_otel`)
     )
@@ -460,7 +461,14 @@ def batch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | No
     settings = model_settings(args)
     system = _system(args)
     check_model_flags(args.model, system.model_aliases)
-    options = check_options(model=args.model, model_settings=settings, where="this batch", aliases=system.model_aliases)
+    options = check_options(
+        model=args.model,
+        retries=args.retries,
+        repair=args.repair,
+        model_settings=settings,
+        where="this batch",
+        aliases=system.model_aliases,
+    )
     return run_command(system, args, out, err, stdin, options=options)
 
 

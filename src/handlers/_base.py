@@ -9,6 +9,12 @@ it) and the `alias` it was named by. A `base_url` sends every model string whose
 takes one to that endpoint (`openai-chat:`, `ollama:`, `anthropic:`, ...); a provider that takes none,
 and an embedded system model (which has no endpoint), is refused with the reason. API keys are read by the
 provider SDKs from the environment; atomtask never stores or prints them.
+
+An `openai-chat:` model sent to an endpoint other than OpenAI's (`base_url`, `OPENAI_BASE_URL`), and an
+`ollama:` or `vllm:` model, is a local server's: its token limit goes out as `max_tokens` (which those
+servers read; OpenAI's `max_completion_tokens` they ignore), and its Agent gets a `ServerDialect`
+(`handlers._dialect`) that sends each request in the form that server honours. `server=` names the kind
+of server (`loading._servers`); without it the kind is detected from the endpoint at the first request.
 """
 
 from __future__ import annotations
@@ -16,15 +22,17 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 from atomtask.errors import ConfigurationError
 from atomtask.loading._model_aliases import ModelAliases
 from atomtask.loading._providers import API_KEY_ENV, ATOMTASK_PROVIDER, check_model_string, provider_of
+from atomtask.loading._servers import ServerProfile, server_of_provider, server_profile, serves_locally
 from atomtask.system._options import ProviderRetries
 
 if TYPE_CHECKING:
+    from atomtask.handlers._dialect import ServerDialect
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
 
@@ -109,6 +117,9 @@ class BaseHandler:
         environ: where `ATOMTASK_MODEL` and keys are read from (default: `os.environ`).
         provider_retries: how provider faults (429, 5xx, timeouts, dropped connections) are retried.
         model_aliases: the names models may be given by wherever one is named (`TaskSystem.model_aliases`).
+        server: the kind of OpenAI-compatible server behind `base_url` (`llama-cpp-python`, `ollama`, `vllm`,
+            `llama-server`, `lmstudio`, `openai`, `generic`; `loading._servers.SERVER_PROFILES`), so each
+            request is sent in the form it honours. Default: detected from the endpoint at the first request.
     """
 
     def __init__(
@@ -120,7 +131,9 @@ class BaseHandler:
         environ: Mapping[str, str] | None = None,
         provider_retries: ProviderRetries | None = None,
         model_aliases: ModelAliases | None = None,
+        server: str | None = None,
     ) -> None:
+        self.server: ServerProfile | None = server_profile(server) if server is not None else None
         self.model_aliases = model_aliases if model_aliases is not None else ModelAliases()
         if isinstance(model, str):
             check_model_string(model, where="the TaskSystem configuration", aliases=self.model_aliases)
@@ -179,13 +192,29 @@ class BaseHandler:
         embedded = is_embedded(spec)
         if embedded and self.base_url is not None and choice.source in _SYSTEM_WIDE:
             raise ConfigurationError(_no_endpoint(spec, choice.source))
-        if not embedded and (self.base_url is None or provider is None):
+        local = not embedded and self._local_server(provider)
+        if not embedded and not local and (self.base_url is None or provider is None):
             return spec
         built = self._built.get(spec)
         if built is None:
-            built = self._embedded(spec) if embedded else self._with_base_url(spec)
+            built = self._embedded(spec) if embedded else self._with_base_url(spec, local=local)
             self._built[spec] = built
         return built
+
+    def _local_server(self, provider: str | None) -> bool:
+        """Whether a model string of `provider` goes to a local OpenAI-compatible server (see the module docstring)."""
+        base_url = self.base_url or self._environ.get("OPENAI_BASE_URL") or None
+        return serves_locally(provider, base_url=base_url, named=self.server)
+
+    def dialect(self, choice: ModelChoice) -> ServerDialect | None:
+        """The capability that speaks the dialect of `choice`'s server, for a local server's model; else None."""
+        spec = choice.spec
+        if not isinstance(spec, str) or is_embedded(spec) or not self._local_server(provider_of(spec)):
+            return None
+        from atomtask.handlers._dialect import ServerDialect
+
+        named = self.server or _provider_server(provider_of(spec))
+        return ServerDialect(named)
 
     @staticmethod
     def _embedded(spec: str) -> Model:
@@ -193,8 +222,11 @@ class BaseHandler:
 
         return embedded_model(spec)
 
-    def _with_base_url(self, spec: str) -> Model:
-        """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class)."""
+    def _with_base_url(self, spec: str, *, local: bool = False) -> Model:
+        """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class).
+
+        A local server's model (`local`) gets the profile that sends its token limit as `max_tokens`.
+        """
         from pydantic_ai.models import infer_model
 
         provider_name = spec.split(":", 1)[0]
@@ -214,9 +246,26 @@ class BaseHandler:
                     f"{provider_name!r} always calls that provider's own endpoint. Drop `base_url` (`--base-url`), "
                     "or, for an OpenAI-compatible server, name the model `openai-chat:<model>`."
                 )
-            arguments: dict[str, Any] = {keyword: self.base_url}
+            arguments: dict[str, Any] = {keyword: self.base_url} if self.base_url is not None else {}
             env = API_KEY_ENV.get(provider_name)
             if env and self._environ.get(env) and "api_key" in parameters:
                 arguments["api_key"] = self._environ[env]
             provider = provider_class(**arguments)
-        return infer_model(spec, provider_factory=lambda _name: provider)
+        model = infer_model(spec, provider_factory=lambda _name: provider)
+        if not local:
+            return model
+        from pydantic_ai.models.openai import OpenAIChatModel
+
+        if not isinstance(model, OpenAIChatModel):
+            return model
+        server = self.server or _provider_server(provider_name)
+        field = server.max_tokens_field if server is not None else "max_tokens"
+        profile: dict[str, Any] = {"openai_chat_supports_max_completion_tokens": field == "max_completion_tokens"}
+        if server is not None and not server.json_object:
+            profile["supports_json_object_output"] = False
+        return type(model)(model.model_name, provider=provider, profile=cast(Any, profile))
+
+
+def _provider_server(provider: str | None) -> ServerProfile | None:
+    name = server_of_provider(provider)
+    return server_profile(name) if name is not None else None

@@ -4,7 +4,9 @@
 timeouts, refused or dropped connections, truncated streams) and retries a transient one with
 exponential backoff (honouring `Retry-After`) through the supported `RetryModelRequest` signal, up
 to `ProviderRetries.attempts` times. An answer that holds nothing (OpenAI `choices: []`, Anthropic
-`content: []`) is such a fault too (`EmptyAnswerError`), not a model that declined to answer.
+`content: []`) is such a fault too (`EmptyAnswerError`), not a model that declined to answer; a 5xx
+whose body is a validation error of the request (`handlers._refusals`) is not, and is recorded unretried.
+Each attempt keeps the response's `finish_reason`, and the run the `max_tokens` a cut-off answer met.
 atomtask's capabilities sit on the cached Agent (a per-run capability costs ~10% of a run); what one
 run records goes into its `RunState`, passed as `deps`. Failed requests are not paid for (an empty
 answer may be: its usage stays in the ledger), but they are part of the ledger.
@@ -30,6 +32,7 @@ from typing import Any, NoReturn
 import attrs
 import pydantic_core
 from atomtask.handlers._budget import Budget
+from atomtask.handlers._refusals import request_refusal
 from atomtask.system._options import ProviderRetries
 from atomtask.system._results import Attempt, Coercion, ToolCall, UsageNotes
 from atomtask.system._templates import RepairMode, TemplateLimits
@@ -103,7 +106,14 @@ _TRANSIENT = (ModelRateLimitError, ModelUnavailableError, ModelServerError, Mode
 
 
 def is_transient(error: BaseException) -> bool:
-    """A provider fault worth retrying: rate limits, server errors, timeouts, connection trouble."""
+    """A provider fault worth retrying: rate limits, server errors, timeouts, connection trouble.
+
+    A server error whose body is a validation error of the request (`handlers._refusals`) is not one:
+    some local servers answer HTTP 500 for a request they refuse to parse, and the same request can
+    never succeed.
+    """
+    if isinstance(error, ModelServerError):
+        return request_refusal(error) is None
     return isinstance(error, _TRANSIENT)
 
 
@@ -155,6 +165,8 @@ class RunState:
     coercions: dict[int, list[Coercion]] = attrs.field(factory=dict)
     syntax_errors: dict[int, str] = attrs.field(factory=dict)
     faults: list[Fault] = attrs.field(factory=list)
+    # The `max_tokens` of the last request, from its merged model settings (None: the model's own limit).
+    max_tokens: int | None = None
     # Tools: the names of the function tools offered (as opposed to the output tool), what each call's
     # run took and raised (by tool call id), and the exception that ended the run, if a tool's did.
     function_tools: set[str] = attrs.field(factory=set)
@@ -200,6 +212,9 @@ class ProviderRetry(AbstractCapability[Any]):
         offered = request_context.model_request_parameters.function_tools
         if offered:  # told apart from the output tool in the ledger
             run_state(ctx, self.state).function_tools.update(tool.name for tool in offered)
+        if response.finish_reason == "length":  # what the answer was cut off at, for its messages
+            settings = request_context.model_settings
+            run_state(ctx, self.state).max_tokens = settings.get("max_tokens") if settings else None
         if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
             # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
             usage = response.usage
@@ -307,6 +322,7 @@ def ledger_attempts(
                 "output_mode": mode,
                 "raw_output": raw,
                 "tool_name": tool,
+                "finish_reason": message.finish_reason,
                 "usage": UsageNotes(
                     requests=1,
                     input_tokens=usage.input_tokens,

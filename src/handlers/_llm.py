@@ -39,6 +39,7 @@ from atomtask.handlers._ledger import (
     remaining_limits,
     usage_total,
 )
+from atomtask.handlers._refusals import RequestRefusal, request_refusal
 from atomtask.handlers._repair import OutputRepair
 from atomtask.handlers._tools import connect_tools, tool_error, tool_limit
 from atomtask.loading._providers import (
@@ -59,6 +60,7 @@ from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelHTTPError,
     ModelRetry,
+    OutputTokenLimitExceeded,
     ToolRetryError,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -184,8 +186,13 @@ def budget_error(call: ModelCall, choice: ModelChoice, exceeded: str, attempts: 
     )
 
 
-def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: list[Attempt]) -> TaskError:
-    """A failed pydantic-ai run as a `TaskError`: its reason, a message that says what to do, and details."""
+def map_error(
+    call: ModelCall, choice: ModelChoice, exc: Exception, attempts: list[Attempt], *, max_tokens: int | None = None
+) -> TaskError:
+    """A failed pydantic-ai run as a `TaskError`: its reason, a message that says what to do, and details.
+
+    `max_tokens` is the run's (its model settings merged), named when an answer was cut off at it.
+    """
     label = choice.label
     provider = provider_of(label) or label
     if isinstance(exc, UsageLimitExceeded) and "tool_calls_limit" in str(exc):
@@ -208,6 +215,9 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
         body = redact(_body_message(exc.body) or str(exc))
         message = f"Provider {provider!r} answered HTTP {status} for model {exc.model_name!r}: {body}"
         details: dict[str, Any] = {"status": status, "provider": provider, "model": label}
+        refusal = request_refusal(exc)
+        if refusal is not None and status not in (401, 403, 429):
+            return _refused(call, exc, refusal, details)
         if status in (401, 403):
             env = API_KEY_ENV.get(provider)
             if env is not None:
@@ -230,6 +240,11 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
             },
         )
     if isinstance(exc, UnexpectedModelBehavior):
+        answers = [a for a in attempts if a.model == label and a.fault is None]
+        if call.output_cls is not None and call.mode is OutputMode.TOOL and answers and not _any_tool_call(answers):
+            return _no_tool_calls(call, label, len(answers))
+        if isinstance(exc, OutputTokenLimitExceeded) or (answers and answers[-1].finish_reason == "length"):
+            return _cut_off(call, label, answers[-1] if answers else None, max_tokens)
         # Every answer of this model drew a re-ask: a schema mismatch (`errors`) or JSON that could not be
         # read (`parse_error`, the last answer's reason riding on the exception when it drew no feedback).
         invalid = [a for a in attempts if a.model == label and a.fault is None and (a.errors or a.parse_error)]
@@ -250,13 +265,69 @@ def map_error(call: ModelCall, choice: ModelChoice, exc: Exception, attempts: li
             message=f"Model {label!r} behaved unexpectedly: {redact(str(exc))}",
             details={"model": label, "provider": provider, "status": None},
         )
-    if isinstance(exc, UserError):
+    if isinstance(exc, UserError | UsageError):  # a server's dialect refuses a mode before sending (`_dialect`)
         return configuration_error(choice, exc)
     log.exception("task_unexpected_error", template=call.template, model=label)
     return TaskError(
         reason=FailureReason.UNEXPECTED_ERROR,
         message=f"Unexpected {type(exc).__name__} while running template {call.template!r}: {redact(str(exc))}",
         details={"model": label, "error_type": type(exc).__name__},
+    )
+
+
+def _refused(call: ModelCall, exc: ModelHTTPError, refusal: RequestRefusal, details: dict[str, Any]) -> TaskError:
+    """An endpoint that refused to parse the request (a validation error of its body), whatever its status."""
+    url = _request_url(exc)
+    where = f"The endpoint at {redact(url)}" if url is not None else f"The endpoint of model {details['model']!r}"
+    sent = f" ({refusal.sent!r})" if refusal.has_sent else ""
+    return TaskError(
+        reason=FailureReason.PROVIDER_ERROR,
+        message=f"{where} refused the request's `{refusal.field}`{sent}: {redact(refusal.says).rstrip('.')} — this "
+        f"server does not accept `{redact(refusal.refused)}` (HTTP {exc.status_code}, template {call.template!r}). "
+        "Name the server (`--server NAME`, e.g. `--server llama-cpp-python`; `TaskSystem(server=...)`) so atomtask "
+        "sends the form it accepts, or use another `mode` (`output_format.mode`).",
+        details={
+            **details,
+            "refused": refusal.field,
+            "sent": refusal.sent if refusal.has_sent else None,
+            "url": redact(url) if url is not None else None,
+        },
+    )
+
+
+def _any_tool_call(answers: Sequence[Attempt]) -> bool:
+    """Whether any answer called a tool: the output tool (`tool_name`) or a function tool."""
+    return any(a.tool_name is not None or a.tool_calls for a in answers)
+
+
+def _no_tool_calls(call: ModelCall, label: str, count: int) -> TaskError:
+    """Tool mode, and the endpoint answered prose every time: it most likely ignores `tool_choice`."""
+    return TaskError(
+        reason=FailureReason.OUTPUT_VALIDATION_FAILURE,
+        message=f"The endpoint of model {label!r} returned no tool calls in {plural(count, 'attempt')} although the "
+        f"output tool `final_result` was required for template {call.template!r} (it may not support `tool_choice`, "
+        "e.g. llama-cpp-python ignores `tool_choice: required`): use `mode: prompted` or `mode: native` "
+        "(`output_format.mode`), or `--server` to name the server; every raw answer is in `notes.attempts`.",
+        details={"model": label, "attempts": count, "no_tool_calls": True},
+    )
+
+
+def _cut_off(call: ModelCall, label: str, last: Attempt | None, max_tokens: int | None) -> TaskError:
+    """The answer stopped at the output token limit (`finish_reason: length`) with nothing usable in it."""
+    at = f"max_tokens={max_tokens}" if max_tokens else "the model's own output limit"
+    tokens = last.usage.output_tokens if last is not None else 0
+    after = f" after {plural(tokens, 'output token')}" if tokens else ""
+    raise_it = (
+        "raise --max-tokens (`model_settings: {max_tokens: ...}`)"
+        if max_tokens
+        else "set --max-tokens (`model_settings: {max_tokens: ...}`) above the server's default"
+    )
+    return TaskError(
+        reason=FailureReason.OUTPUT_VALIDATION_FAILURE,
+        message=f"The answer of model {label!r} for template {call.template!r} was cut off at {at} "
+        f"(finish_reason: length){after}: {raise_it}, or ask for a shorter answer; the raw answer is in "
+        "`notes.attempts`.",
+        details={"model": label, "finish_reason": "length", "max_tokens": max_tokens},
     )
 
 
@@ -387,6 +458,10 @@ class LLMInteractionManager:
             if cached is not None:
                 return cached[0]
             # The capabilities live on the cached Agent (cheap); each run's records go to its `deps`.
+            capabilities: list[Any] = [_Reliability()]
+            dialect = self.handler.dialect(choice)  # a local server's: each request in the form it honours
+            if dialect is not None:
+                capabilities.append(dialect)
             agent: Agent[RunState, Any] = Agent(
                 self.handler.build(choice),
                 output_type=output_spec(call.output_cls, call.mode),
@@ -394,7 +469,7 @@ class LLMInteractionManager:
                 name=f"atomtask:{call.output_cls.__name__ if call.output_cls is not None else 'text'}",
                 instructions=fixed,
                 deps_type=RunState,
-                capabilities=[_Reliability()],
+                capabilities=capabilities,
                 model_settings=_SDK_NO_RETRIES if _sdk_retries(choice) else None,
                 tools=functions,
             )
@@ -556,7 +631,7 @@ class _Run:
         if failure is not None and _raised_by(exc, failure):
             self._finish(tool_error(self.call.template, failure, self.attempts))
             return
-        error = map_error(self.call, step.choice, exc, self.attempts)
+        error = map_error(self.call, step.choice, exc, self.attempts, max_tokens=_max_tokens(step))
         more = len(self.tried) < len(self.models)
         if more and error.reason in (FailureReason.OUTPUT_VALIDATION_FAILURE, FailureReason.PROVIDER_ERROR):
             log.warning("task_model_failed", template=self.call.template, model=step.choice.label, reason=error.reason)
@@ -594,7 +669,29 @@ class _Run:
             first_index=len(self.attempts) + 1,
         )
         self.attempts.extend(attempts)
+        for attempt in attempts:
+            if attempt.finish_reason == "length" and attempt.repairs:  # a repaired answer is the one accepted
+                max_tokens = _max_tokens(step)
+                at = f"max_tokens={max_tokens}" if max_tokens else "the model's own output limit"
+                self.warnings.append(
+                    f"template {self.call.template!r}: the answer of model {step.choice.label!r} (attempt "
+                    f"{attempt.index}) was cut off at {at} (finish_reason: length) and repaired, so data may be "
+                    "missing from it; raise --max-tokens (`model_settings: {max_tokens: ...}`) or ask for a "
+                    "shorter answer"
+                )
         return attempts
+
+
+def _max_tokens(step: _Step) -> int | None:
+    """The `max_tokens` of a model's run: the one its cut-off request met, else its model settings merged."""
+    if step.state.max_tokens is not None:
+        return step.state.max_tokens
+    settings: Mapping[str, Any] = step.kwargs.get("model_settings") or {}
+    model = step.agent.model
+    if "max_tokens" not in settings and isinstance(model, Model) and model.settings:
+        settings = model.settings
+    value = settings.get("max_tokens")
+    return value if isinstance(value, int) else None
 
 
 def _raised_by(exc: BaseException, failure: BaseException) -> bool:

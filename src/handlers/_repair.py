@@ -15,6 +15,12 @@ validation; a repaired value with a key the schema ignores is re-asked (text may
 into it). With `repair: lenient` (`RunState.repair`) it also reads values toward the schema
 (`atomtask.handlers._lenient`). It works in every output mode (tool-call arguments, native JSON,
 prompted text) and can be passed to any pydantic-ai `Agent` (`capabilities=[OutputRepair()]`).
+
+An answer the output token limit cut off (`finish_reason: length`) is repaired the same way (closing
+the truncated JSON may be all it needs; the manager then warns that data may be missing); when it
+cannot be, the re-ask says it was cut off and asks for a shorter answer (`cut_off_feedback`), never
+sending the cut-off text back as the input of a JSON error. With `repair: off` a cut-off answer in
+native or prompted mode is left to pydantic-ai, which ends the run (`OutputTokenLimitExceeded`).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.output import OutputContext
 
-__all__ = ["OutputRepair", "RepairOutcome", "repair_output"]
+__all__ = ["OutputRepair", "RepairOutcome", "cut_off_feedback", "repair_output"]
 
 
 @attrs.frozen(kw_only=True)
@@ -250,11 +256,33 @@ class OutputRepair(AbstractCapability[Any]):
     ) -> Any:
         try:
             return await handler(output)
-        except (ValidationError, ModelRetry) as error:
-            if ctx.partial_output or isinstance(error, ModelRetry):
+        except ModelRetry:
+            raise
+        except ValidationError as error:
+            if ctx.partial_output:
                 raise
             original = error
         state = run_state(ctx, self.state)
+        if not _cut_off(ctx):
+            return await self._repaired(ctx, state, output_context, output, handler, original)
+        if state.repair is RepairMode.OFF and output_context.tool_call is None and _incomplete_json(original):
+            raise original  # pydantic-ai itself ends the run (`OutputTokenLimitExceeded`) rather than re-ask
+        try:
+            return await self._repaired(ctx, state, output_context, output, handler, original)
+        except (ValidationError, ModelRetry):
+            # Not a JSON syntax error to fix, nor the cut-off answer to send back: a shorter answer.
+            raise ModelRetry(cut_off_feedback(state.max_tokens)) from None
+
+    async def _repaired(
+        self,
+        ctx: RunContext[Any],
+        state: RunState,
+        output_context: OutputContext,
+        output: str | dict[str, Any],
+        handler: Any,
+        original: ValidationError,
+    ) -> Any:
+        """The answer repaired and validated, or the `ModelRetry` (or `original`) that re-asks the model."""
         if state.repair is RepairMode.OFF:
             raise original
         response = sum(isinstance(m, ModelResponse) for m in ctx.messages)
@@ -286,6 +314,27 @@ class OutputRepair(AbstractCapability[Any]):
         if coercions:
             state.coercions[response] = list(coercions)
         return validated
+
+
+def cut_off_feedback(max_tokens: int | None) -> str:
+    """The re-ask for an answer the output token limit cut off: a shorter answer, not the same one mended."""
+    limit = f" (max_tokens={max_tokens})" if max_tokens else ""
+    return (
+        f"Your answer was cut off at the token limit{limit}; give a shorter answer that fits: only the complete "
+        "JSON value that matches the schema, with shorter values where it allows."
+    )
+
+
+def _cut_off(ctx: RunContext[Any]) -> bool:
+    """Whether the answer being validated stopped at the output token limit (`finish_reason: length`)."""
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            return message.finish_reason == "length"
+    return False
+
+
+def _incomplete_json(error: ValidationError) -> bool:
+    return any(detail["type"] == "json_invalid" for detail in error.errors(include_url=False))
 
 
 def _from_text(output: str | dict[str, Any], cls: type[BaseModel]) -> LenientReading | None:

@@ -29,6 +29,7 @@ from atomtask.lint._cache import mentioned as mentioned_names
 from atomtask.lint._findings import CheckReport, Finding, Severity, matches
 from atomtask.loading._providers import check_model_string, provider_of, providers_from
 from atomtask.loading._readers import declaration_files
+from atomtask.loading._servers import Endpoint
 
 if TYPE_CHECKING:
     from atomtask.lint._compat import ProcessAnalyses
@@ -46,6 +47,8 @@ def check(
     ignore: Sequence[str] = (),
     cache: CheckCache | None = None,
     helper_process: bool = False,
+    base_url: str | None = None,
+    server: str | None = None,
 ) -> CheckReport:
     """Check declaration files and folders, and the templates of the Python modules named in `python`.
 
@@ -59,6 +62,9 @@ def check(
         ignore: do not report codes starting with one of these.
         cache: reuse the findings of unchanged files (see `check_cache`); not used with `python`
             modules, whose code the cache cannot see.
+        base_url: the endpoint the models are sent to (`--base-url`): a local server's output modes are checked
+            against its profile (P308, P309).
+        server: the kind of server there (`--server`); default: asked of the server (`GET /models`) once.
         helper_process: make the provider compatibility analysis (P3xx) in a helper process that imports
             pydantic-ai while this one reads and builds (`atomtask.lint._compat`; what the
             `atomtask check` command does). Only when pydantic-ai is not imported yet; the same findings.
@@ -72,7 +78,8 @@ def check(
         if helper is not None:
             stack.callback(helper.stop)  # closed already when the check read its answers: this is for an error
             stack.enter_context(providers_from(helper.providers))
-        return _check(list(paths), list(python), models, select, ignore, cache, helper)
+        endpoint = Endpoint.of(base_url, server)
+        return _check(list(paths), list(python), models, select, ignore, cache, helper, endpoint)
 
 
 def _helper() -> ProcessAnalyses | None:
@@ -102,6 +109,7 @@ def _check(
     ignore: Sequence[str],
     cache: CheckCache | None,
     helper: ProcessAnalyses | None = None,
+    endpoint: Endpoint | None = None,
 ) -> CheckReport:
     defaults = tuple(models) or _env_models()
     given = "the models to check against" if models else "the `ATOMTASK_MODEL` environment variable"
@@ -121,7 +129,7 @@ def _check(
         return (not select or matches(code, select)) and not matches(code, ignore)
 
     def new_run() -> CheckRun:
-        return _new_run(defaults, helper)
+        return _new_run(defaults, helper, endpoint)
 
     run: CheckRun | _Unchecked
     if cache is None or python:
@@ -151,10 +159,18 @@ def _check(
 
 
 def check_cache(
-    directory: Path | None = None, *, models: Sequence[str] = (), select: Sequence[str] = (), ignore: Sequence[str] = ()
+    directory: Path | None = None,
+    *,
+    models: Sequence[str] = (),
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    base_url: str | None = None,
+    server: str | None = None,
 ) -> CheckCache:
     """The cache for a check with these options (its findings depend on them); `directory` defaults to `cache_dir()`."""
     context = {"models": list(models) or list(_env_models()), "select": list(select), "ignore": list(ignore)}
+    if base_url is not None or server is not None:  # a check without them keeps the key it always had
+        context["endpoint"] = [base_url or "", server or ""]
     return CheckCache(directory, context=context)
 
 
@@ -251,12 +267,12 @@ def _still_valid(entry: Entry, closed: set[str], contents: dict[str, str], names
     return entry.deps == deps and (entry.names is None or entry.names == names)
 
 
-def _new_run(defaults: tuple[str, ...], helper: ProcessAnalyses | None) -> CheckRun:
+def _new_run(defaults: tuple[str, ...], helper: ProcessAnalyses | None, endpoint: Endpoint | None) -> CheckRun:
     if helper is not None:
         helper.start()  # first: the helper imports pydantic-ai while this process imports the rest, reads and builds
     from atomtask.lint._session import CheckRun  # the registration code: only when a file is checked
 
-    return CheckRun(default_models=defaults, analyses=helper)
+    return CheckRun(default_models=defaults, analyses=helper, endpoint=endpoint)
 
 
 def _env_models() -> tuple[str, ...]:

@@ -650,6 +650,38 @@ document types a model reads, such as PDFs but not Word files, is checked when t
     params: {contract: document}   # P307 Parameter 'contract' is typed `document`, but model ... cannot take documents
 """,
     ),
+    _rule(
+        "P308",
+        "output-mode-not-served",
+        E,
+        "the local server at `--base-url` cannot take the template's output mode",
+        """
+Checked with `--base-url` (and `--server`, else the kind of server is asked of it once): each kind of
+local OpenAI-compatible server takes structured output in its own way (`atomtask.loading` server
+profiles). llama-cpp-python enforces a tool choice only by name, which cannot name the output tool
+while the template's own tools are still to be called, and returns no tool call it was not forced to
+make; a server with no JSON Schema response format cannot take `mode: native`. The call would fail
+before any request; the message names the modes that work there.
+
+    # atomtask check --model openai-chat:smollm2 --base-url http://127.0.0.1:8011/v1
+    tools: [myapp.tools:lookup_order]
+    output_format: {type: json, schema: Order, mode: tool}   # P308 ... llama-cpp-python ... Use `mode: native` ...
+""",
+    ),
+    _rule(
+        "P309",
+        "output-mode-unforced",
+        W,
+        "the local server takes the template's output mode without enforcing it",
+        """
+Ollama documents `tool_choice` as unsupported: the request says the output tool is required, the model
+may still answer in prose, and each such answer costs a re-ask. `mode: native` is decoded under a
+grammar built from the schema there, so the answer is valid JSON of the schema by construction.
+
+    # atomtask check --model ollama:llama3.2 --base-url http://127.0.0.1:11434/v1
+    output_format: {type: json, schema: Contact}   # P309 ... Ollama does not enforce `tool_choice` ...
+""",
+    ),
 ]
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}

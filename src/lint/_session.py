@@ -50,6 +50,7 @@ from atomtask.lint._rules import output_json_schema
 from atomtask.loading._declarations import Declarations, PartialTemplate, reject_duplicate_schemas
 from atomtask.loading._model_aliases import ModelAliasDef, ModelAliases
 from atomtask.loading._readers import read_file
+from atomtask.loading._servers import Endpoint, mode_support
 from atomtask.loading._template_registry import CompiledTemplate, TemplateRegistry, compile_template, single_braces
 from atomtask.schemas._declarations import FieldDef, JsonSchemaDef, SchemaDef
 from atomtask.schemas._fields import build_models, flatten, schema_problems
@@ -362,8 +363,11 @@ def _code(exc: UsageError) -> str:
 class CheckRun:
     """The registries one check fills, and its findings: all of them, and by the file they were found for."""
 
-    def __init__(self, default_models: tuple[str, ...], analyses: Analyses | None = None) -> None:
+    def __init__(
+        self, default_models: tuple[str, ...], analyses: Analyses | None = None, endpoint: Endpoint | None = None
+    ) -> None:
         self.default_models = default_models
+        self.endpoint = endpoint  # `--base-url` / `--server`: the local server's output modes (P308, P309)
         self.analyses: Analyses = analyses or InlineAnalyses()  # P3xx: here, or in a helper process
         self.models = ModelRegistry()
         register_builtin_schemas(self.models)  # what every TaskSystem knows, so shipped templates resolve
@@ -747,6 +751,9 @@ class CheckRun:
                 else:
                     where = self._field_location(issue.owner, issue.field, compiled)
                 self.note(issue.code, issue.message, where)
+        if self.endpoint is not None and (wanted("P308") or wanted("P309")):
+            for compiled in with_models:
+                self._server_modes(compiled)
         for compiled, index in media:  # P307, at the parameter
             template = compiled.template
             self._for(template.location)
@@ -755,6 +762,30 @@ class CheckRun:
                     issue.code, issue.message, template.location_of(f"params.{issue.field}") or self._locate(template)
                 )
         self._file = None
+
+    def _server_modes(self, compiled: CompiledTemplate) -> None:
+        """P308 (refused) and P309 (not enforced) for the template's output mode on each local server it goes to."""
+        assert self.endpoint is not None
+        template = compiled.template
+        if compiled.output_cls is None:
+            return
+        mode = compiled.output_mode.value
+        for model in self._models_of(template):
+            profile = self.endpoint.profile_for(model)
+            if profile is None:
+                continue
+            support = mode_support(profile, mode, function_tools=bool(template.tools))
+            if support.verdict == "ok":
+                continue
+            instead = " or ".join(f"`mode: {m}`" for m in support.instead) or "another server"
+            at = f" at {self.endpoint.base_url}" if self.endpoint.base_url else ""
+            self._for(template.location)
+            self.note(
+                "P308" if support.verdict == "refused" else "P309",
+                f"Template {template.name!r} asks for `mode: {mode}` from model {model!r} on {profile.title}{at}: "
+                f"{support.message} Use {instead}.",
+                template.location_of("output_format.mode") or self._locate(template),
+            )
 
     def _submit_media(self, compiled_all: list[CompiledTemplate]) -> list[tuple[CompiledTemplate, int]]:
         """Ask, for each template's image, document and audio parameters, whether each of its models takes them."""

@@ -154,6 +154,9 @@ class Attempt(BaseModel):
     lenient` made toward the schema, structured); `parse_error` says what was wrong
     with the JSON as sent; `errors` are the validation errors fed back to the model; `fault` is a
     provider failure (HTTP status, timeout, dropped connection) for a request that got no answer.
+    `finish_reason` is why the model stopped, as pydantic-ai normalises it (`stop`, `length`: cut off at
+    the output token limit, `tool_call`, `content_filter`, `error`; None for a fault or when the provider
+    did not say).
     """
 
     index: int
@@ -161,6 +164,7 @@ class Attempt(BaseModel):
     output_mode: str | None = None
     raw_output: str | None = None
     tool_name: str | None = None
+    finish_reason: str | None = None
     repairs: list[str] = Field(default_factory=list)
     coercions: list[Coercion] = Field(default_factory=list)
     parse_error: str | None = None

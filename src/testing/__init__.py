@@ -1,7 +1,8 @@
 """Test doubles for atomtask users: a fake provider server and scripted model replies, all offline.
 
 `FakeProviderServer` answers real HTTP requests in the OpenAI and Anthropic wire formats, so the
-provider SDKs and pydantic-ai's adapters run unchanged; `scripted_model()` scripts pydantic-ai's
+provider SDKs and pydantic-ai's adapters run unchanged, and with `server=` (one of `SERVER_MODES`) as a
+kind of local OpenAI-compatible server does; `scripted_model()` scripts pydantic-ai's
 `FunctionModel` without any HTTP. Importing this package imports neither `openai` nor `anthropic`.
 """
 
@@ -31,8 +32,10 @@ if TYPE_CHECKING:
     )
     from atomtask.testing._scripted import ReplyFunction, ScriptedCall, ScriptedModel, ScriptedReply, scripted_model
     from atomtask.testing._server import FakeProviderServer
+    from atomtask.testing._servers import SERVER_MODES
 
 __all__ = [
+    "SERVER_MODES",
     "DelayedReply",
     "DisconnectReply",
     "EmptyReply",

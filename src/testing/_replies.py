@@ -5,8 +5,8 @@ turns each into an answer on the wire and records every request it receives as a
 which also reads back the tools a request offered, the `ToolResult`s the client sent back and the
 `ReceivedFile`s (images, documents, audio) it carried.
 A content reply is settled for the wire as an `Answer` (its text or the `WireCall`s it makes, each
-tool's arguments as text, its token usage), the same way for either wire format, and cut into the
-deltas a stream carries.
+tool's arguments as text, its token usage, whether the token limit cut it), the same way for either
+wire format, and cut into the deltas a stream carries.
 """
 
 from __future__ import annotations
@@ -392,10 +392,14 @@ class WireCall:
 
 @attrs.frozen(kw_only=True)
 class Answer:
+    """A content reply settled for the wire; `finish_reason` "length" says it was cut at the token limit."""
+
     reply_id: int
     text: str | None
     calls: tuple[WireCall, ...] = ()
     usage: TokenUsage
+    finish_reason: Literal["length"] | None = None
+    """None: it ended on its own (`stop`, or `tool_calls` for calls; Anthropic's `end_turn`, `tool_use`)."""
 
 
 def offered_tool(wire: Wire, body: dict[str, Any]) -> str | None:

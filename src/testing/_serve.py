@@ -2,7 +2,8 @@
 
 It runs a `FakeProviderServer` on a port of your choosing (`--port 0`: a free one) whose answers come
 from `_served.ServedAnswers`: schema-valid synthetic data by default, a replies file with `--replies`,
-slowed by `--delay` and failing with `--fail-first`. It prints the endpoints to use (`--base-url` for
+slowed by `--delay` and failing with `--fail-first`; `--server NAME` answers as that kind of local
+server does (`_servers`). It prints the endpoints to use (`--base-url` for
 `openai-chat:` models and for `anthropic:` ones), then one line per request, and stops cleanly on
 Ctrl-C or SIGTERM (exit 0). Exit status 2: the command could not start (a bad replies file, a port
 in use).
@@ -50,6 +51,20 @@ answers:
   Any entry may add `delay: SECONDS`. A .jsonl file holds one entry a line, as JSON.
   The provider SDKs retry 429 and 5xx answers (twice by default): a client sees fewer failures.
 
+servers:
+  --server NAME answers /v1/chat/completions as that local server does: its owner in /v1/models,
+  what it refuses (llama-cpp-python: a json_schema response format or an assistant `content: null`,
+  HTTP 500; lmstudio: a json_object response format, HTTP 400), the token limit it reads (vllm and
+  openai: max_completion_tokens or max_tokens; the others max_tokens only; a longer answer is cut,
+  finish_reason "length") and, without --replies, a small model's answers: schema-valid only where
+  the server constrains decoding, else prose.
+    llama-cpp-python  response_format json_object with a schema; a named tool_choice
+    llama-server      json_schema; json_object with a schema; tool_choice required (or named)
+    vllm              json_schema; structured_outputs {json: ...}; tool_choice named or required
+    ollama            json_schema; any offered tools (the output tool, else the first)
+    lmstudio          json_schema; tool_choice required
+    openai            everything, as without --server (a hosted model follows the prompt)
+
 example:
   python -m atomtask.testing serve --port 8765
   atomtask run extract_contact -i text="Ada, ada@example.com" \\
@@ -59,7 +74,9 @@ Exit status: 0 stopped by Ctrl-C or SIGTERM; 2 could not start (a bad option or 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """`python -m atomtask.testing serve [--port N] [--replies FILE [--cycle]] [--delay S] [--fail-first N] ...`."""
+    """`python -m atomtask.testing serve [--port N] [--replies FILE [--cycle]] [--server NAME] [--delay S] ...`."""
+    from atomtask.testing._servers import SERVER_MODES
+
     parser = argparse.ArgumentParser(prog="python -m atomtask.testing", description=_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser(
@@ -77,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     answers.add_argument(
         "--cycle", action="store_true", help="with --replies: start again from the first reply after the last"
+    )
+    answers.add_argument(
+        "--server",
+        choices=SERVER_MODES,
+        metavar="NAME",
+        help=f"answer as this local server does (see below): {', '.join(SERVER_MODES)}",
     )
     faults = serve.add_argument_group("delays and faults")
     faults.add_argument(
@@ -141,6 +164,7 @@ def _server(args: argparse.Namespace, out: TextIO) -> tuple[FakeProviderServer, 
     from atomtask.errors import UsageError
     from atomtask.testing._served import ServedAnswers, read_replies
     from atomtask.testing._server import FakeProviderServer
+    from atomtask.testing._servers import local_server
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"`--port {args.port}` is not a port; give 1-65535, or 0 for a free one.")
@@ -166,16 +190,21 @@ def _server(args: argparse.Namespace, out: TextIO) -> tuple[FakeProviderServer, 
         delay=args.delay,
         fail_first=args.fail_first,
         fail_status=args.fail_status,
+        default=None if args.server is None else local_server(args.server).default_reply,
         log=None if args.quiet else log,
     )
-    server = FakeProviderServer(host=args.host, port=args.port, keep_alive=False)
+    server = FakeProviderServer(host=args.host, port=args.port, keep_alive=False, server=args.server)
     server.respond_with(answers)
     mode = (
         f"replaying {len(replies)} {'reply' if len(replies) == 1 else 'replies'} from {args.replies}"
         f"{' (cycling)' if args.cycle else ''}"
         if replies is not None
         else "answering with schema-valid synthetic data"
+        if args.server is None
+        else "schema-valid synthetic data where it constrains decoding, else prose"
     )
+    if args.server is not None:
+        mode = f"emulating {args.server}: {mode}"
     faults = [
         *([f"{_first(args.fail_first)} with HTTP {args.fail_status}"] if args.fail_first else []),
         *([f"every answer waits {args.delay:g} s"] if args.delay else []),

@@ -10,8 +10,9 @@ responder. Each request is answered the way it asks, for either wire format:
 - plain text otherwise.
 
 By default the value is the synthetic model's (`atomtask:synthetic`): an instance the schema accepts,
-plausible where it can be, the same for the same request. With a replies file, its entries are used in
-order instead (`read_replies`):
+plausible where it can be, the same for the same request (or, with `serve --server NAME`, that local
+server's small model's, `_servers`). With a replies file, its entries are used in order instead
+(`read_replies`):
 
 ```yaml
 - output: {name: Ada Lovelace, email: ada@example.com}   # sent as the request asks (tool call or JSON text)
@@ -55,7 +56,7 @@ from atomtask.testing._replies import (
     offered_tool,
 )
 
-__all__ = ["FileReply", "ServedAnswers", "Target", "read_replies", "target_of"]
+__all__ = ["FileReply", "ServedAnswers", "Target", "read_replies", "target_of", "tool_parameters"]
 
 Kind: TypeAlias = Literal["raw", "output", "text", "tool_call", "error", "disconnect"]
 
@@ -92,7 +93,7 @@ class Target:
 def target_of(request: RecordedRequest) -> Target:
     """The answer `request` asks for, read from its tools, `tool_choice` and response format (either wire)."""
     body = request.body
-    tools = _tools(body)
+    tools = tool_parameters(body)
     choice = body.get("tool_choice")
     if tools and choice != "none":
         forced = offered_tool(request.wire or "openai", body) if isinstance(choice, dict) else None
@@ -113,7 +114,7 @@ def target_of(request: RecordedRequest) -> Target:
     return Target(kind="text")
 
 
-def _tools(body: dict[str, Any]) -> dict[str, Any]:
+def tool_parameters(body: dict[str, Any]) -> dict[str, Any]:
     """The tools offered, by name, each with its parameters' JSON Schema (OpenAI nests them under `function`)."""
     found: dict[str, Any] = {}
     tools = body.get("tools")
@@ -222,8 +223,9 @@ class ServedAnswers:
 
     `fail_first` requests are answered with HTTP `fail_status`; every answer waits `delay` seconds (over
     an entry's own `delay:`). Replies are used in order, again from the first with `cycle`; past the
-    last, the server answers HTTP 500 saying so. Each answer is reported to `log` as one line. It is
-    called on the server's handler threads, so it takes a lock.
+    last, the server answers HTTP 500 saying so. Without replies, `default(request)` answers (None: the
+    synthetic model, as the request asks). Each answer is reported to `log` as one line. It is called on
+    the server's handler threads, so it takes a lock.
     """
 
     def __init__(
@@ -235,9 +237,11 @@ class ServedAnswers:
         delay: float = 0.0,
         fail_first: int = 0,
         fail_status: int = 500,
+        default: Callable[[RecordedRequest], ServerReply] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self._replies = replies
+        self._default = default
         self._source = source
         self._cycle = cycle
         self._delay = delay
@@ -260,7 +264,7 @@ class ServedAnswers:
                 message=f"Injected failure {number} of {self._fail_first} (`--fail-first {self._fail_first}`).",
             )
         elif self._replies is None:
-            reply = synthetic_reply(request, target)
+            reply = synthetic_reply(request, target) if self._default is None else self._default(request)
         elif entry is None:
             reply = ErrorReply(
                 status=500,

@@ -6,8 +6,9 @@ error statuses, connection errors on a dropped connection. Only the stdlib and `
 here; the SDKs are imported inside the methods that build pydantic-ai models.
 
 The server itself lives here; the values a test scripts and reads back are in `_replies`, the two
-wire formats and the HTTP plumbing in `_wire`, the batch endpoints in `_batches`. The kit's public names
-are exported from `atomtask.testing`.
+wire formats and the HTTP plumbing in `_wire`, the batch endpoints in `_batches`, what each kind of local
+server accepts, refuses and enforces (the `server=` modes) in `_servers`. The kit's public names are
+exported from `atomtask.testing`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from atomtask.testing._replies import (
     estimated_usage,
     offered_tool,
 )
+from atomtask.testing._servers import LocalServer, ServerName, local_server, models_page
 from atomtask.testing._wire import (
     Handler,
     HTTPServer,
@@ -110,17 +112,35 @@ class FakeProviderServer:
     benchmarks, where a new connection per request would be measured instead of the client).
 
     It listens on a free port of 127.0.0.1 unless `host` and `port` say otherwise (`python -m atomtask.testing
-    serve --port 8765` runs one from the shell, `_serve`).
+    serve --port 8765` runs one from the shell, `_serve`). `GET /v1/models` lists one model
+    (counted in `model_listings`, not recorded in `requests`).
+
+    `server=` (one of `SERVER_MODES`) answers chat completions as that kind of local server does
+    (`_servers`): its `owned_by` in `/v1/models`, its refusals (before any scripted reply is used), the
+    token limit it reads (`max_tokens` or `max_completion_tokens`: a longer answer is cut, with
+    `finish_reason: "length"`) and, with no script or responder, a small model's answers: schema-valid
+    only where the server constrains decoding, else prose. Without a mode a request's token limit cuts
+    nothing and the script runs out as above.
+        ```python
+        with FakeProviderServer(server='llama-cpp-python') as server:
+            agent = Agent(server.openai_chat_model(), output_type=NativeOutput(Person))
+            with override_allow_model_requests(True), pytest.raises(ModelHTTPError):  # HTTP 500
+                agent.run_sync('Who?')  # llama-cpp-python refuses a `json_schema` response format
+        ```
     """
 
-    def __init__(self, *, keep_alive: bool = False, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, *, keep_alive: bool = False, host: str = "127.0.0.1", port: int = 0, server: str | None = None
+    ) -> None:
         self.keep_alive = keep_alive
+        self._mode: LocalServer | None = None if server is None else local_server(server)
         self._address = (host, port)
         self._lock = threading.Lock()
         self._replies: deque[ServerReply] = deque()
         self._scripted = 0
         self._responder: Callable[[RecordedRequest], ServerReply] | None = None
         self._requests: list[RecordedRequest] = []
+        self._listings = 0  # `GET /v1/models` asked
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
@@ -192,6 +212,11 @@ class FakeProviderServer:
             self._responder = responder
 
     @property
+    def server(self) -> ServerName | None:
+        """The kind of server emulated (one of `SERVER_MODES`), None for the plain fake provider."""
+        return None if self._mode is None else self._mode.name
+
+    @property
     def pending(self) -> int:
         """How many scripted replies are still unused."""
         with self._lock:
@@ -199,9 +224,15 @@ class FakeProviderServer:
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        """A copy of every request received so far, in order."""
+        """A copy of every request received so far, in order (but `GET /v1/models`: see `model_listings`)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def model_listings(self) -> int:
+        """How many times `GET /v1/models` was asked (atomtask asks once per base URL, to know the server's kind)."""
+        with self._lock:
+            return self._listings
 
     # Addresses and models
 
@@ -272,6 +303,8 @@ class FakeProviderServer:
             responder = self._responder
         if responder is not None and request is not None:
             return responder(request)
+        if self._mode is not None and request is not None and request.wire == "openai":
+            return self._mode.default_reply(request)
         message = (
             f"FakeProviderServer: no scripted reply left for request #{number} "
             f"({scripted} scripted). Add replies with `server.script(...)`."
@@ -287,6 +320,12 @@ class FakeProviderServer:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         headers = {name.lower(): value for name, value in handler.headers.items()}
+        if path == "/v1/models" and handler.command == "GET":  # a client asking what serves here: not a model request
+            with self._lock:
+                self._listings += 1
+            page = models_page("atomtask-fake", "fake-model") if self._mode is None else self._mode.models()
+            send_json(handler, 200, page)
+            return
         request = RecordedRequest(path=path, headers=headers, body=body)
         number = self._record(request)
         if FakeBatches.serves(path):
@@ -303,6 +342,10 @@ class FakeProviderServer:
             return
         if not isinstance(parsed, dict):
             send_error(handler, wire, _final(400, f"Request #{number} has no JSON object as its body."))
+            return
+        refusal = self._mode.refusal(body) if self._mode is not None and wire == "openai" else None
+        if refusal is not None:
+            send_json(handler, refusal.status, refusal.body)
             return
         self._answer(handler, wire, self._next_reply(number, request), body, raw_size=len(raw), number=number)
 
@@ -333,6 +376,8 @@ class FakeProviderServer:
                 if isinstance(answer, ErrorReply):
                     send_error(handler, wire, answer)
                     return
+                if self._mode is not None and wire == "openai":
+                    answer = self._mode.within_limit(answer, body)
                 model = str(body.get("model", "fake-model"))
                 empty = isinstance(reply, EmptyReply)
                 if body.get("stream") is True:

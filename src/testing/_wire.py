@@ -1,11 +1,11 @@
 """The wire of the fake provider: the OpenAI and Anthropic formats, and the HTTP server that writes them.
 
 A completion (OpenAI chat completions) or a message (Anthropic messages) as JSON or as server-sent
-events, with its text or its tool calls (several at once, each with its own id, as parallel calls come),
-and each provider's error types by status. `HTTPServer` is a threaded server on 127.0.0.1 that
-hands every connection and `POST` to its owner (a `FakeProviderServer`); the `send_*` functions write a
-JSON body, a chunked server-sent event stream or a provider-shaped error, each optionally cut off
-midway, and `cut` drops a connection.
+events, with its text or its tool calls (several at once, each with its own id, as parallel calls come)
+and why it ended (on its own, or cut at the token limit), and each provider's error types by status.
+`HTTPServer` is a threaded server on 127.0.0.1 that hands every connection, `GET` and `POST` to its
+owner (a `FakeProviderServer`); the `send_*` functions write a JSON body, a chunked server-sent event
+stream or a provider-shaped error, each optionally cut off midway, and `cut` drops a connection.
 """
 
 from __future__ import annotations
@@ -70,11 +70,15 @@ def openai_completion(answer: Answer, model: str, *, empty: bool = False) -> dic
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "tool_calls" if answer.calls else "stop",
+                "finish_reason": _openai_finish(answer),
             }
         ],
         "usage": _openai_usage(answer.usage),
     }
+
+
+def _openai_finish(answer: Answer) -> str:
+    return answer.finish_reason or ("tool_calls" if answer.calls else "stop")
 
 
 def _openai_usage(usage: TokenUsage) -> dict[str, int]:
@@ -107,7 +111,6 @@ def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[st
     events = [chunk({"role": "assistant", "content": ""})]
     if not answer.calls:
         events += [chunk({"content": piece}) for piece in pieces(answer.text or "")]
-        events.append(chunk({}, "stop"))
     # One call after the other, as OpenAI streams parallel calls: its id and name first, then its arguments.
     for index, call in enumerate(answer.calls):
         start = {"index": index, "id": f"call_{call.number}", "type": "function"}
@@ -116,8 +119,7 @@ def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[st
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in pieces(call.arguments)
         ]
-    if answer.calls:
-        events.append(chunk({}, "tool_calls"))
+    events.append(chunk({}, _openai_finish(answer)))
     return [*events, chunk(None), "data: [DONE]\n\n"]
 
 
@@ -159,10 +161,16 @@ def anthropic_message(answer: Answer, model: str, *, empty: bool = False) -> dic
         "role": "assistant",
         "model": model,
         "content": [] if empty else content,
-        "stop_reason": "tool_use" if answer.calls else "end_turn",
+        "stop_reason": _anthropic_stop(answer),
         "stop_sequence": None,
         "usage": _anthropic_usage(answer.usage.input_tokens, answer.usage.output_tokens),
     }
+
+
+def _anthropic_stop(answer: Answer) -> str:
+    if answer.finish_reason == "length":
+        return "max_tokens"
+    return "tool_use" if answer.calls else "end_turn"
 
 
 def _anthropic_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
@@ -201,7 +209,7 @@ def anthropic_events(answer: Answer, model: str, *, empty: bool = False) -> list
         content.append(event({"type": "content_block_start", "index": index, "content_block": block}))
         content += [event({"type": "content_block_delta", "index": index, "delta": delta}) for delta in deltas]
         content.append(event({"type": "content_block_stop", "index": index}))
-    stop_reason = "tool_use" if answer.calls else "end_turn"
+    stop_reason = _anthropic_stop(answer)
     return [
         event({"type": "message_start", "message": start}),
         *([] if empty else content),
@@ -265,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.server.fake._handle(self)
 
-    def do_GET(self) -> None:  # the batch endpoints' status and result downloads
+    def do_GET(self) -> None:  # `/v1/models`, the batch endpoints' status and result downloads
         self.server.fake._handle(self)
 
     def log_message(self, format: str, *args: Any) -> None:

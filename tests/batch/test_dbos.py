@@ -7,6 +7,8 @@ PostgreSQL (`postgres`, run by .ci/run), where one of two workers is killed with
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -60,6 +62,41 @@ def _submit(db: str, templates: Path, items: Path, out: Path, env: Mapping[str, 
     return batch_command(*args, *extra)
 
 
+_TRAVEL = """
+import json, sys
+from atomtask import TaskSystem
+from atomtask.batch import _dbos
+from atomtask.batch._items import BatchItem
+from atomtask.batch._target import resolve_target
+from atomtask.loading._providers import check_options
+
+system = TaskSystem(templates=[sys.argv[1]])
+asked = {"retries": 0, "repair": "off", "model_settings": {"max_tokens": 5, "temperature": 0}}
+options = check_options(model="openai-chat:gpt-4o-mini", where="this batch", **asked)
+target = resolve_target(system, "tag", options)
+item = BatchItem(index=0, line=1, id="a", inputs={"text": "item-1"})
+run = _dbos.DbosBatchRun(system, target, [item], url="sqlite:///unused", options=options, batch_id="b")
+spec = json.loads(json.dumps(run._spec(item)))  # as the queue stores it: JSON
+_dbos.serve(lambda base_url: system)
+_, on_worker = _dbos._host_and_target(spec)
+print(json.dumps({"same_options": _dbos.item_options(spec) == options, "fingerprints": [target.fingerprint,
+    on_worker.fingerprint], "spec": {key: spec[key] for key in ("retries", "repair", "model_settings")}}))
+"""
+
+
+def test_the_per_answer_options_travel_to_the_worker(tmp_path: Path) -> None:
+    """An item on the queue carries `--retries`, `--repair` and the model settings; the worker runs it with them."""
+    templates = write_templates(tmp_path / "templates")
+    env = dict(os.environ, ATOMTASK_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test-not-a-real-key")
+    argv = [sys.executable, "-c", _TRAVEL, str(templates)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert 0 == done.returncode, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"retries": 0, "repair": "off", "model_settings": {"max_tokens": 5, "temperature": 0}} == found["spec"]
+    assert found["same_options"]
+    assert found["fingerprints"][0] == found["fingerprints"][1]  # the worker runs it: no "another version" failure
+
+
 @pytest.mark.slow
 def test_a_worker_runs_the_items_a_submitter_queues_on_sqlite(
     tmp_path: Path, workers: list[subprocess.Popen[str]]
@@ -92,7 +129,7 @@ def test_a_worker_runs_the_items_a_submitter_queues_on_sqlite(
 def test_a_budget_stop_cancels_the_queued_items_and_a_rerun_runs_them(
     tmp_path: Path, workers: list[subprocess.Popen[str]]
 ) -> None:
-    """`--max-tokens` stops the batch: the queued items are cancelled, not run; the same command again runs them."""
+    """`--max-total-tokens` stops the batch: the queued items are cancelled, not run; the same command runs them."""
     templates = write_templates(tmp_path / "templates")
     items = write_items(tmp_path / "items.jsonl", 30)
     db = str(tmp_path / "queue.sqlite")
@@ -104,7 +141,7 @@ def test_a_budget_stop_cancels_the_queued_items_and_a_rerun_runs_them(
         workers.append(_worker(db, templates, env, tmp_path / "worker.log", "--concurrency", "2"))
         argv = _submit(db, templates, items, out, env)
         stopped = subprocess.run(
-            [*argv, "--max-tokens", "300"], env=env, capture_output=True, text=True, timeout=120, check=False
+            [*argv, "--max-total-tokens", "300"], env=env, capture_output=True, text=True, timeout=120, check=False
         )
         assert 1 == stopped.returncode, stopped.stderr
         assert "stopped early (budget" in stopped.stderr

@@ -44,7 +44,7 @@ def test_budget_says_what_was_reached() -> None:
     budget.spend(UsageNotes(input_tokens=60, output_tokens=30))
     assert reached(budget) is None
     budget.spend(UsageNotes(input_tokens=10))
-    assert "`--max-tokens` of 100 (100 spent)" in (reached(budget) or "")
+    assert "`--max-total-tokens` of 100 (100 spent)" in (reached(budget) or "")
     costly = batch_budget(max_cost=0.01)
     costly.spend(UsageNotes(cost=0.02))
     assert "`--max-cost` of $0.01 ($0.0200 spent)" in (reached(costly) or "")

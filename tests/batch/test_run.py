@@ -136,6 +136,17 @@ def test_model_settings_and_the_endpoint_are_part_of_the_record_key(
     assert Counter({0: 3, 1: 3}) == counting.calls
 
 
+def test_the_repair_mode_is_part_of_the_fingerprint_and_retries_are_not(system: TaskSystem) -> None:
+    """A repair mode decides how an answer is read (a new key); retries only whether an item fails (the same key)."""
+    from atomtask.batch._target import resolve_target
+    from atomtask.system._options import NO_OPTIONS, CallOptions
+    from atomtask.system._templates import RepairMode
+
+    plain = resolve_target(system, "tag", NO_OPTIONS).fingerprint
+    assert plain != resolve_target(system, "tag", CallOptions(repair=RepairMode.OFF)).fingerprint
+    assert plain == resolve_target(system, "tag", CallOptions(retries=3)).fingerprint
+
+
 @pytest.mark.parametrize(
     ("item", "said"),
     [
@@ -272,3 +283,28 @@ def test_an_items_tool_calls_are_in_its_json_line_and_its_record(tmp_path: Path)
     assert again.resumed and item.tool_calls == again.tool_calls  # read back from the record
     [plain] = system.batch_sync("tag", _items(1))
     assert "tool_calls" not in json.loads(plain.json_line())  # only when there are some
+
+
+def test_the_python_batch_takes_a_total_by_its_own_name_and_each_items_retries(tmp_path: Path) -> None:
+    """`max_total_tokens=` is the batch's total; `max_tokens=` (an answer's limit elsewhere) is refused; `retries=`
+    and `repair=` reach each item's call."""
+    calls: list[int] = []
+
+    def invalid(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(1)
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"label": 3})])
+
+    system = TaskSystem(model=FunctionModel(invalid), templates=write_templates(tmp_path / "templates"))
+    with pytest.raises(ConfigurationError, match="`max_total_tokens=`"):
+        system.batch_sync("tag", _items(1), max_tokens=10)  # type: ignore[call-arg]
+    [item] = system.batch_sync("tag", _items(1), retries=0, repair="off")
+    assert 1 == len(calls)  # no re-ask
+    assert FailureReason.OUTPUT_VALIDATION_FAILURE == item.error.reason
+    run = system.batch("tag", _items(5), max_total_tokens=1, concurrency=1, retries=0)
+    run_blocking(_drain(run))
+    assert run.stopped and run.not_run > 0  # the total was spent by the first item: the rest never ran
+
+
+async def _drain(run: object) -> None:
+    async for _ in run:  # type: ignore[attr-defined]
+        pass

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from atomtask.cli._main import main
@@ -231,7 +232,7 @@ def test_ordered_writes_in_input_order(tmp_path: Path, templates: Path, home: Pa
 @pytest.mark.parametrize(
     ("cap", "reached"),
     [
-        (["--max-tokens", "150"], "the batch's `--max-tokens` of 150"),
+        (["--max-total-tokens", "150"], "the batch's `--max-total-tokens` of 150"),
         (["--max-cost", "0.0001"], "the batch's `--max-cost` of $0.0001"),  # gpt-4o-mini's prices are known
     ],
 )
@@ -350,3 +351,146 @@ def test_the_dbos_engine_refuses_what_its_queue_cannot_limit(
     assert 2 == main([*argv, "--db", str(tmp_path / "q.sqlite"), *flag], stderr=err)
     assert expected in err.getvalue()
     assert not (tmp_path / "q.sqlite").exists()
+
+
+TAG_FLOW = """\
+workflows:
+  - name: tag_flow
+    state:
+      fields:
+        - {name: text, type: str}
+        - {name: tag, type: Tag?}
+    steps:
+      - {id: tag, task: tag, inputs: {text: "{{state.text}}"}, output: tag}
+"""
+
+
+def _asked(served: ItemServer) -> list[dict[str, Any]]:
+    """The body of every chat request the provider received (in order)."""
+    return [r.body for r in served.server.requests if r.path.endswith("/chat/completions")]
+
+
+def _answer_limit(served: ItemServer) -> set[int | None]:
+    """The per-answer token limit of every chat request the provider received (None: the request set none)."""
+    return {body.get("max_completion_tokens", body.get("max_tokens")) for body in _asked(served)}
+
+
+def _trailing_comma_first(n: int, nth: int) -> ServerReply | None:
+    """Each item's first answer has a trailing comma (safe repair fixes it; without repair it is asked again)."""
+    return Reply.tool_call(args=f'{{"label": "label-{n}", "item": "item-{n}",}}') if nth == 1 else None
+
+
+def test_batch_help_tells_the_answer_cap_from_the_batch_total(capsys: pytest.CaptureFixture[str]) -> None:
+    """`batch --help`: `--max-tokens` is per answer (as on `run`), `--max-total-tokens` the batch's total."""
+    with pytest.raises(SystemExit):
+        main(["batch", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--max-tokens N at most N tokens in each answer (the model's `max_tokens`; not a total)" in said
+    assert "--max-total-tokens N the batch's total: stop taking items once this run spent N tokens" in said
+    for flag in ("--retries N", "--repair {safe,lenient,off}", "--no-repair", "--temperature F", "--seed N"):
+        assert flag in said
+
+
+@pytest.mark.parametrize("kind", ["template", "workflow"])
+def test_max_tokens_caps_each_answer_not_the_batch(
+    tmp_path: Path, templates: Path, home: Path, served: ItemServer, kind: str
+) -> None:
+    """`batch --max-tokens 5` is the model setting of every item's request, as on `run`: no item is left unrun."""
+    (templates / "tag_flow.yaml").write_text(TAG_FLOW, encoding="utf-8")
+    items = write_items(tmp_path / "items.jsonl", 6)
+    out = tmp_path / "results.jsonl"
+    name = "tag" if kind == "template" else "tag_flow"
+    args = ["batch", name, "--templates", str(templates), "--input", str(items), "-o", str(out), *MODEL]
+    err = io.StringIO()
+    assert 0 == main([*args, "--concurrency", "1", "--max-tokens", "5", "--temperature", "0"], stderr=err)
+    assert "stopped early" not in err.getvalue()
+    assert {"COMPLETE"} == {r["status"] for r in lines(out)}
+    assert 6 == len(lines(out))
+    assert {5} == _answer_limit(served)
+    assert {0} == {body["temperature"] for body in _asked(served)}
+
+
+def test_a_bad_per_answer_flag_exits_2(templates: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--max-tokens 0` and `--retries -1` are usage errors naming the flag, before anything is read or run."""
+    with pytest.raises(SystemExit) as caught:
+        main(["batch", "tag", "--templates", str(templates), "--input", "-", "--max-tokens", "0"])
+    assert 2 == caught.value.code
+    assert "argument --max-tokens: must be at least 1, not 0" in capsys.readouterr().err
+    err = io.StringIO()
+    argv = ["batch", "tag", "--templates", str(templates), "--input", "-", "--retries", "-1", *MODEL]
+    assert 2 == main(argv, stderr=err, stdin=io.StringIO('{"text": "item-1"}\n'))
+    assert "Invalid `retries=` for this batch: -1" in err.getvalue()
+
+
+@pytest.mark.parametrize("repair", [["--repair", "off"], ["--no-repair"]])
+def test_repair_off_asks_again_what_safe_repair_fixes(
+    tmp_path: Path, templates: Path, home: Path, served: ItemServer, repair: list[str]
+) -> None:
+    """Each item's first answer is repaired locally by default; with `--repair off` each item is asked again."""
+    served.fault = _trailing_comma_first
+    items = write_items(tmp_path / "items.jsonl", 3)
+    out = tmp_path / "results.jsonl"
+    args = ["batch", "tag", "--templates", str(templates), "--input", str(items), "-o", str(out), *MODEL]
+    assert 0 == main(args, stderr=io.StringIO())
+    assert {0: 1, 1: 1, 2: 1} == dict(served.asked)
+    assert {1} == {r["attempts"] for r in lines(out)}
+    served.asked.clear()
+    err = io.StringIO()
+    assert 0 == main([*args, *repair], stderr=err)  # the repair mode is in the record's key: asked again
+    assert "from the record" not in err.getvalue()
+    assert {0: 2, 1: 2, 2: 2} == dict(served.asked)
+    assert {2} == {r["attempts"] for r in lines(out)}
+
+
+def test_retries_bound_each_items_asks(tmp_path: Path, templates: Path, home: Path, served: ItemServer) -> None:
+    """Without repair, `--retries 0` fails each item at its first bad answer; `--retries 1` asks it once more."""
+    served.fault = _trailing_comma_first
+    out = tmp_path / "results.jsonl"
+    args = ["--templates", str(templates), "-o", str(out), "--no-repair", *MODEL]
+    first = write_items(tmp_path / "first.jsonl", 3)
+    assert 1 == main(["batch", "tag", "--input", str(first), *args, "--retries", "0"], stderr=io.StringIO())
+    assert {("FAILED", "output_validation_failure")} == {(r["status"], r["error"]["reason"]) for r in lines(out)}
+    assert {0: 1, 1: 1, 2: 1} == dict(served.asked)
+    second = write_items(tmp_path / "second.jsonl", 3, start=3)
+    assert 0 == main(["batch", "tag", "--input", str(second), *args, "--retries", "1"], stderr=io.StringIO())
+    assert {"COMPLETE"} == {r["status"] for r in lines(out)}
+    assert {3: 2, 4: 2, 5: 2} == {n: served.asked[n] for n in range(3, 6)}
+
+
+def test_resume_keeps_the_per_answer_flags_and_takes_a_zero_given_again(
+    tmp_path: Path, templates: Path, home: Path, served: ItemServer
+) -> None:
+    """`--resume ID` runs with the recorded `--max-tokens`, `--temperature`; `--temperature 0` given again wins."""
+    items = write_items(tmp_path / "items.jsonl", 3)
+    out = tmp_path / "results.jsonl"
+    args = ["batch", "tag", "--templates", str(templates), "--input", str(items), "-o", str(out), *MODEL]
+    assert 0 == main([*args, "--batch-id", "mine", "--max-tokens", "5", "--temperature", "0.5"], stderr=io.StringIO())
+    err = io.StringIO()
+    assert 0 == main(["batch", "--resume", "mine"], stderr=err)
+    assert "3 from the record, not run again" in err.getvalue()  # the same settings: the same record key
+    assert {0: 1, 1: 1, 2: 1} == dict(served.asked)
+    err = io.StringIO()
+    assert 0 == main(["batch", "--resume", "mine", "--temperature", "0"], stderr=err)
+    assert "from the record" not in err.getvalue()
+    assert {0: 2, 1: 2, 2: 2} == dict(served.asked)
+    last = _asked(served)[-1]
+    assert (0, 5) == (last["temperature"], last.get("max_completion_tokens", last.get("max_tokens")))
+
+
+def test_a_provider_batch_takes_the_per_answer_flags(
+    tmp_path: Path, templates: Path, home: Path, served: ItemServer
+) -> None:
+    """`--provider-batch`: safe repair fixes each batch answer; `--repair off` re-asks each with `--max-tokens`."""
+    served.fault = _trailing_comma_first
+    items = write_items(tmp_path / "items.jsonl", 3)
+    out = tmp_path / "results.jsonl"
+    args = ["batch", "tag", "--templates", str(templates), "--input", str(items), "-o", str(out), *MODEL]
+    args += ["--provider-batch", "--poll-interval", "0.01"]
+    assert 0 == main([*args, "--db", str(tmp_path / "safe.sqlite3")], stderr=io.StringIO())
+    assert [] == _asked(served)
+    served.asked.clear()
+    flags = ["--repair", "off", "--max-tokens", "5"]
+    assert 0 == main([*args, "--db", str(tmp_path / "off.sqlite3"), *flags], stderr=io.StringIO())
+    assert {"COMPLETE"} == {r["status"] for r in lines(out)}
+    assert 3 == len(_asked(served))  # each item's batch answer re-asked, as a normal call
+    assert {5} == _answer_limit(served)

@@ -70,8 +70,8 @@ def test_summary_names_done_failed_tokens_and_rate(tmp_path: Path) -> None:
     _drive(run, progress.Progress(run, io.StringIO()))
     run.failed_by["provider_error"] = 2
     run.failed, run.done = 2, 4
-    run.stop("budget: the batch's `--max-tokens` of 10")
+    run.stop("budget: the batch's `--max-total-tokens` of 10")
     lines = progress.summary_lines(run)
     assert "(tag on atomtask:synthetic): 4 done, 2 failed (provider_error 2)" in lines[0]
     assert "tokens, cost unknown" in lines[1] and "items/s" in lines[1]
-    assert "stopped early (budget: the batch's `--max-tokens` of 10)" in lines[2]
+    assert "stopped early (budget: the batch's `--max-total-tokens` of 10)" in lines[2]

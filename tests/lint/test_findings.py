@@ -19,10 +19,11 @@ def test_every_code_is_in_the_docs_table_with_its_severity() -> None:
 
 
 def test_code_families_and_severities() -> None:
-    """E1xx are errors, W2xx warnings; P3xx errors only for what pydantic-ai would refuse."""
+    """E1xx are errors, W2xx warnings; P3xx errors only for what pydantic-ai (or the local server's profile,
+    P308) would refuse before any request."""
     assert all(r.severity is Severity.ERROR for c, r in RULES.items() if c.startswith("E"))
     assert all(r.severity is Severity.WARNING for c, r in RULES.items() if c.startswith("W"))
-    assert ["P301", "P302", "P307"] == [
+    assert ["P301", "P302", "P307", "P308"] == [
         c for c, r in RULES.items() if c.startswith("P") and r.severity is Severity.ERROR
     ]
 
