@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"atomtask: error: {exc.message}", file=err)
         return EXIT_USAGE
     # What the server at --base-url is, is part of what the findings depend on: asked now (once), for the cache.
-    detected = endpoint.profile_for("openai-chat:any") if endpoint is not None and args.server is None else None
+    detected = endpoint.at_url() if endpoint is not None and args.server is None else None
 
     # A check allocates many long-lived objects and almost no cyclic garbage: the collector's full
     # passes cost ~20% of the run and free next to nothing, so it pauses while the check runs.

@@ -314,7 +314,7 @@ def _no_tool_calls(call: ModelCall, label: str, count: int) -> TaskError:
 
 def _cut_off(call: ModelCall, label: str, last: Attempt | None, max_tokens: int | None) -> TaskError:
     """The answer stopped at the output token limit (`finish_reason: length`) with nothing usable in it."""
-    at = f"max_tokens={max_tokens}" if max_tokens else "the model's own output limit"
+    at = _limit(max_tokens)
     tokens = last.usage.output_tokens if last is not None else 0
     after = f" after {plural(tokens, 'output token')}" if tokens else ""
     raise_it = (
@@ -671,15 +671,18 @@ class _Run:
         self.attempts.extend(attempts)
         for attempt in attempts:
             if attempt.finish_reason == "length" and attempt.repairs:  # a repaired answer is the one accepted
-                max_tokens = _max_tokens(step)
-                at = f"max_tokens={max_tokens}" if max_tokens else "the model's own output limit"
                 self.warnings.append(
                     f"template {self.call.template!r}: the answer of model {step.choice.label!r} (attempt "
-                    f"{attempt.index}) was cut off at {at} (finish_reason: length) and repaired, so data may be "
-                    "missing from it; raise --max-tokens (`model_settings: {max_tokens: ...}`) or ask for a "
-                    "shorter answer"
+                    f"{attempt.index}) was cut off at {_limit(_max_tokens(step))} (finish_reason: length) and "
+                    "repaired, so data may be missing from it; raise --max-tokens (`model_settings: {max_tokens: "
+                    "...}`) or ask for a shorter answer"
                 )
         return attempts
+
+
+def _limit(max_tokens: int | None) -> str:
+    """The output token limit an answer was cut off at, as a message names it."""
+    return f"max_tokens={max_tokens}" if max_tokens else "the model's own output limit"
 
 
 def _max_tokens(step: _Step) -> int | None:

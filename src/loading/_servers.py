@@ -65,12 +65,6 @@ class ServerProfile:
     free_tool_calls: bool = True
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     null_content: bool = True
-    docs: str = ""
-
-    @property
-    def constrains(self) -> bool:
-        """Whether it decodes any output mode under a grammar from the schema."""
-        return self.native is not None or self.prompted is not None or bool(self.forced)
 
 
 _PROFILES: Final = (
@@ -80,7 +74,6 @@ _PROFILES: Final = (
         native="json_schema",
         prompted=None,
         max_tokens_field="max_completion_tokens",
-        docs="https://platform.openai.com/docs/guides/structured-outputs",
     ),
     ServerProfile(
         name="ollama",
@@ -88,14 +81,12 @@ _PROFILES: Final = (
         native="json_schema",
         prompted="json_schema",
         forced=frozenset(),  # documented as unsupported: sent, not enforced
-        docs="https://github.com/ollama/ollama/blob/main/docs/openai.md",
     ),
     ServerProfile(
         name="vllm",
         title="vLLM",
         native="json_schema",
         prompted="structured_outputs",
-        docs="https://docs.vllm.ai/en/latest/features/structured_outputs.html",
     ),
     ServerProfile(
         name="llama-server",
@@ -103,7 +94,6 @@ _PROFILES: Final = (
         native="json_schema",
         prompted="json_object_schema",
         forced=frozenset({"required"}),
-        docs="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
     ),
     ServerProfile(
         name="llama-cpp-python",
@@ -113,7 +103,6 @@ _PROFILES: Final = (
         forced=frozenset({"named"}),
         free_tool_calls=False,
         null_content=False,
-        docs="https://llama-cpp-python.readthedocs.io/en/latest/server/",
     ),
     ServerProfile(
         name="lmstudio",
@@ -122,7 +111,6 @@ _PROFILES: Final = (
         prompted="json_schema",
         json_object=False,
         forced=frozenset({"required"}),
-        docs="https://lmstudio.ai/docs/app/api/structured-output",
     ),
     ServerProfile(
         name="generic",
@@ -198,11 +186,15 @@ class Endpoint:
         provider = model.split(":", 1)[0] if ":" in model else None
         if not serves_locally(provider, base_url=self.base_url, named=self.named):
             return None
+        fixed = server_of_provider(provider)
+        if self.named is None and fixed is not None:
+            return SERVER_PROFILES[fixed]
+        return self.at_url()
+
+    def at_url(self) -> ServerProfile:
+        """The server named for the endpoint, else the one at `base_url` (asked once; OpenAI's URL is `openai`)."""
         if self.named is not None:
             return self.named
-        fixed = server_of_provider(provider)
-        if fixed is not None:
-            return SERVER_PROFILES[fixed]
         if self._detected is None:
             self._detected = detect_server(self.base_url) if self.base_url is not None else SERVER_PROFILES["generic"]
         return self._detected

@@ -26,8 +26,9 @@ def _reachable(url: str) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     marked = [item for item in items if item.get_closest_marker("realmodel") is not None]
-    if not marked:
-        return
+    expression = str(config.getoption("markexpr") or "")
+    if not marked or "realmodel" not in expression.replace("not realmodel", ""):
+        return  # not asked for (the README's command, `.ci/run`): the mark expression leaves them out, silently
     url = os.environ.get(URL_ENV)
     if url and _reachable(url):
         return
