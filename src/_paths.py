@@ -1,13 +1,15 @@
 """What atomtask reads from the environment about the machine: where its state lives (`atomtask_home()`, one
-folder: the response cache, durable runs, batch records, the memory store) and which packages declarations may
-import code from (`env_importable()`)."""
+folder: the response cache, durable runs, batch records, the memory store), which packages declarations may
+import code from (`env_importable()`), and how a store file is created: readable by its owner only
+(`private_file()`)."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "IMPORTABLE_ENV", "atomtask_home", "env_importable"]
+__all__ = ["HOME_ENV", "IMPORTABLE_ENV", "atomtask_home", "env_importable", "private_file"]
 
 HOME_ENV = "ATOMTASK_HOME"
 IMPORTABLE_ENV = "ATOMTASK_IMPORTABLE"
@@ -29,3 +31,23 @@ def atomtask_home() -> Path:
         return Path(explicit).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data_home) / "atomtask"
+
+
+def private_file(path: str | os.PathLike[str]) -> Path:
+    """Make sure the store file `path` exists, created readable and writable by its owner only (mode 0600).
+
+    Its folder (and any missing folder above it) is created owner-only too (0700); folders and files that
+    already exist keep their modes (an operator may have widened them on purpose). SQLite gives the `-wal`,
+    `-shm` and `-journal` files beside a database the database file's mode, so they stay private as well.
+    Call it before a store's first connection; it returns `path` as a `Path`.
+    """
+    target = Path(path)
+    missing = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):  # `mkdir(parents=True)` would give the outer ones the default mode
+        folder.mkdir(mode=stat.S_IRWXU, exist_ok=True)
+    try:
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, stat.S_IRUSR | stat.S_IWUSR)
+    except FileExistsError:
+        return target
+    os.close(fd)
+    return target

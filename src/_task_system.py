@@ -877,16 +877,19 @@ class TaskSystem:
         note: str | None = None,
         by: str | None = None,
         db: str | None = None,
+        step: str | None = None,
     ) -> RunInfo:
         """Decide for the durable run `run_id`, WAITING at an approval step (`approved=False` rejects).
 
         The decision goes to the step's `output:` field; the run's process goes on with it (a run whose process
-        has gone gets it on `resume_workflow`). Raises `RunNotFoundError`, `ApprovalError` (not WAITING).
+        has gone gets it on `resume_workflow`). Each visit of an approval step is decided once. With `step=`, the
+        decision is sent only if the run waits at that step. Raises `RunNotFoundError`, `ApprovalError` (not
+        WAITING, waiting at another step than `step`, or that visit decided already: the decision that stands).
         """
         from atomtask.handlers._blocking import run_blocking
         from atomtask.runs import _durable as durable
 
-        return run_blocking(durable.approve(run_id, approved=approved, note=note, by=by, db=db))
+        return run_blocking(durable.approve(run_id, approved=approved, note=note, by=by, db=db, step=step))
 
     def workflow_runs(self, *, db: str | None = None) -> list[RunInfo]:
         """The durable runs in the store (`db=`, default `$ATOMTASK_HOME/runs.sqlite`), the most recent first."""

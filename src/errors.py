@@ -10,15 +10,16 @@ AtomTaskError
  |    |    +-- DurableRunsUnavailableError, RunStoreError
  |    +-- DuplicateNameError        a name already taken by another definition
  |    +-- TemplateNotFoundError     (also a LookupError)
- |    +-- WorkflowError             a workflow declaration, under its `atomtask check` code (E110-E124)
- |    |    +-- WorkflowDeclarationError, WorkflowNameError (+ WorkflowNotFoundError), WorkflowExpressionError,
+ |    +-- WorkflowError             a workflow declaration, under its `atomtask check` code (E110-E125)
+ |    |    +-- WorkflowDeclarationError, WorkflowNameError (+ WorkflowNotFoundError), WorkflowExpressionError
+ |    |        (+ WorkflowExpressionLimitError),
  |    |        WorkflowPathError, WorkflowTypeError, WorkflowBindingError, WorkflowDataFlowError,
  |    |        WorkflowControlError, WorkflowCycleError, WorkflowParallelError, WorkflowMigrationError,
  |    |        WorkflowCallDeclarationError, WorkflowCallModuleError, WorkflowCallFunctionError,
  |    |        WorkflowCallSignatureError
  |    +-- RunError                  a durable run cannot go on as asked (carries `run_id`)
  |    |    +-- MigrationError, RunNotFoundError, CorruptCheckpointError, ResumeStepMissingError,
- |    |        ApprovalError, RunExistsError, RunStateError, RedactedInputsError
+ |    |        ApprovalError, RunExistsError, RunIdError, RunStateError, RedactedInputsError
  |    +-- BatchInputError, BatchNotFoundError, CasesFileError, SexpSyntaxError
  |    +-- RepliesFileError          `python -m atomtask.testing serve --replies FILE`: a reply it cannot read
  |    +-- ScaffoldConflictError     `atomtask init` would overwrite files (carries their `paths`)
@@ -68,6 +69,7 @@ __all__ = [
     "ResumeStepMissingError",
     "RunError",
     "RunExistsError",
+    "RunIdError",
     "RunNotFoundError",
     "RunStateError",
     "RunStoreError",
@@ -96,6 +98,7 @@ __all__ = [
     "WorkflowDeclarationError",
     "WorkflowError",
     "WorkflowExpressionError",
+    "WorkflowExpressionLimitError",
     "WorkflowFailedError",
     "WorkflowMigrationError",
     "WorkflowNameError",
@@ -514,17 +517,52 @@ class ResumeStepMissingError(RunError):
 
 
 class ApprovalError(RunError):
-    """A decision cannot be given: the run is not waiting for one (it finished, failed, or runs a task).
+    """A decision cannot be given: the run is not waiting for one (it finished, failed, or runs a task), or the
+    approval it waits at was decided already (each visit of an approval step is decided once).
 
     Attributes:
         status: the run's status now (`COMPLETE`, `FAILED`, `RUNNING`, ...).
         step: the step the run is at, when known.
+        decided: the decision that stands for that step visit (`approved`, `by`, `at`, `note`), when one does.
+        expected: the step the decision was meant for (`approve --step`), when the run waits at another.
     """
 
-    def __init__(self, run_id: str, *, status: str, step: str | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        step: str | None = None,
+        decided: dict[str, Any] | None = None,
+        expected: str | None = None,
+    ) -> None:
         self.status = status
         self.step = step
+        self.decided = decided
+        self.expected = expected
         at = f" at step {step!r}" if step is not None else ""
+        if expected is not None:
+            fix = f"see the run with `atomtask workflow show {run_id}`, and decide for the step it waits at"
+            super().__init__(
+                f"Run {run_id!r} waits{at}, not at step {expected!r}: the decision for {expected!r} was not sent "
+                f"(it was decided already, or the run has not reached it). To decide{at}, {fix[0].lower()}{fix[1:]}.",
+                run_id=run_id,
+                fix=fix,
+            )
+            return
+        if decided is not None:
+            approved = decided.get("approved")
+            verdict = "decided" if approved is None else "approved" if approved else "rejected"
+            by = f" by {decided['by']}" if decided.get("by") else ""
+            when = f" at {decided['at']}" if decided.get("at") else ""
+            fix = f"see the run with `atomtask workflow show {run_id}` (resume it if no process runs it)"
+            super().__init__(
+                f"Run {run_id!r}{at} was already {verdict}{by}{when}: that decision stands, and nothing more was "
+                f"sent. Each visit of an approval step is decided once; {fix}.",
+                run_id=run_id,
+                fix=fix,
+            )
+            return
         fix = "`atomtask workflow runs` shows which runs are WAITING"
         super().__init__(
             f"Run {run_id!r} is {status}{at}, not waiting for an approval; nothing was decided. {fix[0].upper()}"
@@ -676,6 +714,17 @@ class WorkflowCallSignatureError(WorkflowError):
     rule = "workflow-call-signature"
 
 
+class WorkflowExpressionLimitError(WorkflowExpressionError):
+    """E125: an expression is too long or nests too deep to be read safely (refused before Python parses it).
+
+    A `WorkflowExpressionError` too, so code catching that one still catches this; `offset` is where the
+    expression goes too deep (the opener, or the first node past the limit), None for its whole length.
+    """
+
+    code = "E125"
+    rule = "workflow-expression-too-large"
+
+
 #: Every workflow error class by its check code (the first class of each code).
 WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
     cls.code: cls
@@ -695,6 +744,7 @@ WORKFLOW_ERROR_CODES: dict[str, type[WorkflowError]] = {
         WorkflowCallModuleError,
         WorkflowCallFunctionError,
         WorkflowCallSignatureError,
+        WorkflowExpressionLimitError,
     )
 }
 
@@ -710,6 +760,20 @@ class RunExistsError(RunError):
         super().__init__(
             f"Run {run_id!r} already exists ({status}). {fix[0].upper()}{fix[1:]}.", run_id=run_id, fix=fix
         )
+
+
+class RunIdError(RunError):
+    """A run id that cannot name a run: empty, too long, with whitespace or control characters, or with `~` (the
+    separator of a run's later segments, `RUN_ID~2`). Raised before anything is stored.
+
+    Attributes:
+        rule: the rule the id breaks, in a few words.
+    """
+
+    def __init__(self, run_id: str, rule: str, fix: str) -> None:
+        self.rule = rule
+        shown = run_id if len(run_id) <= 60 else run_id[:40] + "..."
+        super().__init__(f"Run id {shown!r} cannot be used: {rule}. {fix[0].upper()}{fix[1:]}.", run_id=run_id, fix=fix)
 
 
 class RunStateError(RunError):

@@ -1,11 +1,14 @@
-"""`atomtask_home()`: where atomtask keeps its state."""
+"""`atomtask_home()`: where atomtask keeps its state; `private_file()`: how a store file is created."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
-from atomtask._paths import atomtask_home
+from atomtask._paths import atomtask_home, private_file
 
 
 def test_atomtask_home_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,3 +27,38 @@ def test_xdg_data_home_then_the_default(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert tmp_path / ".local" / "share" / "atomtask" == atomtask_home()
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_store_file_and_its_folder_are_owner_only(tmp_path: Path) -> None:
+    """A store created in a new folder: the file 0600, the folder 0700, and SQLite's WAL files follow the file."""
+    old = os.umask(0o022)  # the usual umask, which would make a plain `open` 0644
+    try:
+        path = private_file(tmp_path / "home" / "atomtask" / "runs.sqlite")
+    finally:
+        os.umask(old)
+    assert path.exists() and path.stat().st_size == 0
+    assert _mode(path) == 0o600
+    assert _mode(path.parent) == 0o700 and _mode(path.parent.parent) == 0o700
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("CREATE TABLE t (x)")
+    connection.commit()
+    sidecars = [p for p in path.parent.iterdir() if p != path]
+    assert {p.name for p in sidecars} >= {"runs.sqlite-wal", "runs.sqlite-shm"}
+    assert all(_mode(p) == 0o600 for p in sidecars)
+    connection.close()
+
+
+def test_existing_files_and_folders_keep_their_modes_and_contents(tmp_path: Path) -> None:
+    """An operator who widened a store on purpose (a shared group) keeps it; nothing is truncated."""
+    tmp_path.chmod(0o750)
+    store = tmp_path / "cache.sqlite3"
+    store.write_bytes(b"kept")
+    store.chmod(0o640)
+    assert private_file(store) == store
+    assert store.read_bytes() == b"kept"
+    assert _mode(store) == 0o640 and _mode(tmp_path) == 0o750

@@ -3,7 +3,9 @@
 Items are named by their `id_field` value, else `item-<hash of their inputs>` (`-2`, ... for exact
 repeats), as `atomtask batch` names the lines of a file. Every item's inputs are checked before
 anything runs (`BatchInputError` naming the item's position). With a `batch_id` every finished item is recorded
-(`db=`, default `$ATOMTASK_HOME/batches.sqlite3`) and a later run with the same id skips it.
+(`db=`, default `$ATOMTASK_HOME/batches.sqlite3`) and a later run with the same id skips it. A
+workflow's `redact: true` values are `[redacted]` in the results unless `include_redacted=True`, and
+never recorded.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ class BatchOptions(TypedDict, total=False):
     """Seconds between checks of a provider batch."""
     max_wait: float
     """Stop waiting for a provider batch after this many seconds (it stays recorded: the next run polls it)."""
+    include_redacted: bool
+    """Yield the values of a workflow's `redact: true` fields in clear (default: `[redacted]`; the record never
+    holds them, so an item read back from it shows `[redacted]` even so)."""
 
 
 def start_batch(
@@ -135,6 +140,7 @@ def start_batch(
         retry_failed=options.get("retry_failed", False),
         id_field=id_field,
         owns_record=record is not None,
+        include_redacted=options.get("include_redacted", False),
     )
 
 

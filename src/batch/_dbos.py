@@ -12,11 +12,15 @@ The queue's limiter is `--rpm` across every worker; `--concurrency` caps the ite
 `DbosBatchRun` is a `BatchRun` whose items run elsewhere: it enqueues them, then reads the finished
 ones back from the store, so `atomtask batch` writes and sums them up as for the local engine. It
 stops (Ctrl-C, the budget) by cancelling the items still waiting on the queue (`cancel_if_enqueued`:
-only those no worker has taken, so no paid answer is thrown away); the ones running finish.
+only those no worker has taken, so no paid answer is thrown away); the ones running finish. While it
+waits it reads the workers' heartbeat counters (`atomtask_batch_workers`, written by `_worker.Watch`):
+when items wait and no worker of the queue has beaten for `NO_WORKER_AFTER` seconds (on its own
+clock), it says so once, with the command that starts a worker, and keeps waiting.
 
 What it writes and reads in bulk, beyond DBOS's one-workflow calls: `enqueue` (the items onto the
 queue, `ENQUEUE_CHUNK` to a transaction, through DBOS's public `DBOSClient.enqueue_in_transaction`),
-`ended` (which of many workflows have ended, `LOOKUP_CHUNK` ids to a query) and `cancel_if_enqueued`.
+`ended` (which of many workflows have ended, `LOOKUP_CHUNK` ids to a query), `cancel_if_enqueued`
+and `heartbeats` (the queue's workers' counters).
 They use the launched DBOS's own engine (`dbos._dbos._get_dbos_instance()._sys_db`, private: DBOS has
 no public handle on it), so they run in a process where `runs._store.launch` was called; each is
 blocking: call it from a thread (`asyncio.to_thread`).
@@ -30,23 +34,24 @@ import datetime
 import functools
 import hashlib
 import json
+import os
+import shlex
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, TextIO
 
 from atomtask._logs import get_logger
 from atomtask.batch._items import BatchItem
 from atomtask.batch._pacing import reached
 from atomtask.batch._run import BatchRun
 from atomtask.batch._target import BatchHost, BatchTarget, resolve_target
-from atomtask.errors import DurableRunsUnavailableError
+from atomtask.errors import ConfigurationError, DurableRunsUnavailableError, UsageError
 from atomtask.runs import _store as engine
 from atomtask.system._options import CallOptions
 from atomtask.system._results import BatchItemResult, FailureReason, TaskError, TaskStatus
 from atomtask.system._templates import RepairMode
-
-__all__ = ["ENDED", "ENQUEUE_CHUNK", "ITEM_FUNCTION", "LOOKUP_CHUNK", "cancel_if_enqueued", "ended", "enqueue"]
 
 ENQUEUE_CHUNK = 200
 """Items put on the queue in one transaction (the store's write lock is held that long)."""
@@ -144,6 +149,26 @@ def cancel_if_enqueued(workflow_ids: list[str]) -> list[str]:
     return cancelled
 
 
+def heartbeats(queue: str) -> dict[str, int]:
+    """Each worker of `queue` (its executor id) and its heartbeat counter; none before a worker made the table.
+
+    The rows of workers that stopped stay until another worker takes their items back: a counter that
+    does not move is a worker that does not live.
+    """
+    import sqlalchemy as sa
+
+    system = _system()
+    query = sa.text("SELECT executor_id, beats FROM atomtask_batch_workers WHERE queue = :queue")
+    try:
+        with system.engine.connect() as c:
+            rows = c.execute(query, {"queue": queue}).fetchall()
+    except sa.exc.DBAPIError:
+        if sa.inspect(system.engine).has_table("atomtask_batch_workers"):
+            raise
+        return {}  # no worker ever started on this store
+    return {str(executor_id): int(beats) for executor_id, beats in rows}
+
+
 try:
     from dbos import DBOS
 except ImportError:  # the `durable` extra is not installed
@@ -152,14 +177,25 @@ except ImportError:  # the `durable` extra is not installed
 __all__ = [
     "DEFAULT_QUEUE",
     "DEFAULT_WORKER_CONCURRENCY",
+    "ENDED",
+    "ENQUEUE_CHUNK",
     "ITEM_FUNCTION",
+    "LOOKUP_CHUNK",
+    "NO_WORKER_AFTER",
+    "NO_WORKER_AFTER_ENV",
     "DbosBatchRun",
+    "WorkerSightings",
+    "cancel_if_enqueued",
     "configure_queue",
+    "ended",
+    "enqueue",
+    "heartbeats",
     "item_options",
     "item_prefix",
     "run_class_for",
     "serve",
     "warm",
+    "worker_command_line",
 ]
 
 log = get_logger(__name__)
@@ -175,6 +211,12 @@ SWEEP = 10.0
 """Seconds between two look-ups of every waiting item by id (between them, only recent completions are read)."""
 MARGIN_MS = 500
 """How far before the latest completion seen the next read starts (a completion committed late is still read)."""
+NO_WORKER_AFTER = 15.0
+"""Seconds items may wait with no worker's heartbeat moving before the submitter says so (1.5 default leases)."""
+NO_WORKER_AFTER_ENV = "ATOMTASK_NO_WORKER_AFTER"
+"""The environment variable that sets `NO_WORKER_AFTER` for `atomtask batch --engine dbos` (seconds)."""
+WORKERS_EVERY = 1.0
+"""Seconds between two reads of the workers' heartbeat counters (the submitter)."""
 
 # A worker's way to the templates: `serve` sets it; one host per `base_url`, one target per (name, model, options).
 _make_host: Callable[[str | None], BatchHost] | None = None
@@ -253,16 +295,81 @@ async def _batch_item(spec: dict[str, Any]) -> dict[str, Any]:
     return result.model_dump(mode="json")
 
 
-def run_class_for(args: argparse.Namespace) -> Callable[..., DbosBatchRun]:
-    """`DbosBatchRun` with the store, queue and limits of `atomtask batch --engine dbos` arguments (checked)."""
+def run_class_for(args: argparse.Namespace, err: TextIO | None = None) -> Callable[..., DbosBatchRun]:
+    """`DbosBatchRun` with the store, queue and limits of `atomtask batch --engine dbos` arguments (checked).
+
+    Its notices (no live worker) go to `err`, unless `--quiet`; `$ATOMTASK_NO_WORKER_AFTER` sets how
+    many seconds of silence that takes.
+    """
+    url = engine.store_url(args.db)
+    queue = args.queue or DEFAULT_QUEUE
     return functools.partial(
         DbosBatchRun,
-        url=engine.store_url(args.db),
-        queue=args.queue or DEFAULT_QUEUE,
+        url=url,
+        queue=queue,
         rpm=args.rpm,
         base_url=args.base_url,
         global_concurrency=args.concurrency,
+        no_worker_after=_no_worker_after(os.environ.get(NO_WORKER_AFTER_ENV)),
+        worker_command=worker_command_line(url, queue, getattr(args, "templates", None)),
+        notices=None if getattr(args, "quiet", False) else err,
     )
+
+
+def _no_worker_after(text: str | None) -> float:
+    if text is None or not text.strip():
+        return NO_WORKER_AFTER
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(
+            f"${NO_WORKER_AFTER_ENV} must be a number of seconds over 0, not {text!r}; fix it or unset it "
+            f"(default {NO_WORKER_AFTER:g})."
+        )
+    return seconds
+
+
+def worker_command_line(url: str, queue: str, templates: Sequence[str] | None = None) -> str:
+    """The `atomtask worker` command line that runs the items of `queue` in the store `url` (a password shown `***`)."""
+    argv = ["atomtask", "worker", "--db", engine.display_url(url)]
+    if queue != DEFAULT_QUEUE:
+        argv += ["--queue", queue]
+    for path in templates or ():
+        argv += ["--templates", str(Path(path).resolve())]
+    return shlex.join(argv)
+
+
+class WorkerSightings:
+    """Whether a worker of the queue lives, as the submitter sees it: one whose heartbeat counter moved lately.
+
+    Each read's counters are compared with the previous read's on the submitter's own clock (as
+    `_worker.Watch` does), so no two machines' clocks need agree; a worker first seen counts as a
+    move, and so does the start of the waiting (a worker has `after` seconds to show up). `read` tells
+    each change once: "silent" when no counter has moved for `after` seconds, "back" at the first move
+    after that; nothing in between, however long the silence lasts.
+    """
+
+    def __init__(self, after: float, now: float) -> None:
+        self.after = after
+        self.moved = now  # when a counter last moved (or the waiting started), on this process's clock
+        self.silent = False
+        self._counters: dict[str, int] = {}
+
+    def read(self, counters: Mapping[str, int], now: float) -> Literal["silent", "back"] | None:
+        """Note the counters read at `now`; "silent" or "back" when that changed, else None."""
+        moved = any(self._counters.get(executor) != beats for executor, beats in counters.items())
+        self._counters = dict(counters)
+        if moved:
+            self.moved = now
+            if self.silent:
+                self.silent = False
+                return "back"
+        elif not self.silent and now - self.moved >= self.after:
+            self.silent = True
+            return "silent"
+        return None
 
 
 def item_prefix(batch_id: str, target: BatchTarget) -> str:
@@ -294,7 +401,7 @@ async def configure_queue(
 ) -> Any:
     """Register queue `name`, or change the limits given (a worker: its concurrency; a submitter: the rest)."""
     queue = await DBOS.retrieve_queue_async(name)
-    limiter: Any = {"limit": max(1, round(rpm)), "period": 60.0} if rpm else None  # a dbos QueueRateLimit
+    limiter: Any = _limiter(rpm) if rpm else None
     if queue is None:  # never without a per-worker limit: a worker would take every item at once
         first = worker_concurrency or min(DEFAULT_WORKER_CONCURRENCY, concurrency or DEFAULT_WORKER_CONCURRENCY)
         return await DBOS.register_queue_async(
@@ -317,6 +424,13 @@ async def configure_queue(
     return queue
 
 
+def _limiter(rpm: float) -> dict[str, Any]:
+    """The queue's DBOS `QueueRateLimit` for `rpm`: a second's share at a time (as `_pacing.bucket`), never a minute's
+    worth at once (providers enforce per-minute limits over seconds)."""
+    limit = max(1, round(rpm / 60))
+    return {"limit": limit, "period": limit * 60 / rpm}
+
+
 class DbosBatchRun(BatchRun):
     """A `BatchRun` whose items are put on a DBOS queue and run by `atomtask worker`s; it waits for their results."""
 
@@ -331,13 +445,26 @@ class DbosBatchRun(BatchRun):
         rpm: float | None = None,
         base_url: str | None = None,
         global_concurrency: int | None = None,
+        no_worker_after: float = NO_WORKER_AFTER,
+        worker_command: str | None = None,
+        notices: TextIO | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(host, target, items, **kwargs)
         self.url, self.queue_name, self.rpm, self.base_url = url, queue, rpm, base_url
         self.global_concurrency = global_concurrency
+        self.no_worker_after, self.notices = no_worker_after, notices
+        self.worker_command = worker_command or worker_command_line(url, queue)
         self.cancelled = 0
         self._cancelled_ids: set[str] = set()  # the workflows this run cancelled before any worker took them
+        secret = sorted({name for item in self.items for name in item.inputs if name in target.redacted})
+        if secret and not self.include_redacted:  # the workers read an item's inputs from the queue's store
+            raise ConfigurationError(
+                f"Workflow {target.name!r} takes `redact: true` inputs ({', '.join(secret)}), and the dbos engine "
+                f"keeps each item's inputs in its queue store ({engine.display_url(url)}) for the workers to read: "
+                "run the batch on the local engine (leave out `--engine dbos`), or pass `--include-redacted` "
+                "(Python: `include_redacted=True`) to store them there (the results stay `[redacted]`)."
+            )
 
     def _spec(self, item: BatchItem) -> dict[str, Any]:
         model = self.options.model
@@ -417,16 +544,22 @@ class DbosBatchRun(BatchRun):
         Each poll reads only the batch's workflows completed since a moment a little before the last
         one seen (the store's clock; the margin covers a transaction that commits late), and every
         `SWEEP` seconds every waiting item is looked up by id, so none is missed whatever its clock.
-        The interval grows from `POLL` to `MAX_POLL` while nothing ends.
+        The interval grows from `POLL` to `MAX_POLL` while nothing ends. Every `WORKERS_EVERY` seconds
+        the workers' heartbeats are read (`_watch_workers`).
         """
         cancelling = False
         since: int | None = None  # epoch ms of the latest completion seen, in the store's clock
         swept = time.monotonic()
         pause = POLL
+        sightings = WorkerSightings(self.no_worker_after, time.monotonic())
+        watched = time.monotonic()
         while waiting:
             if self.stopped is not None and not cancelling:
                 cancelling = True
                 await self._cancel_queued(list(waiting))
+            if time.monotonic() - watched >= WORKERS_EVERY:
+                watched = time.monotonic()
+                await self._watch_workers(sightings, len(waiting))
             if since is None or time.monotonic() - swept >= SWEEP:
                 finished = await asyncio.to_thread(ended, list(waiting))
                 swept = time.monotonic()
@@ -461,6 +594,36 @@ class DbosBatchRun(BatchRun):
                 if stop is not None:
                     self.stop(f"budget: {stop}")
                 yield result
+
+    async def _watch_workers(self, sightings: WorkerSightings, waiting: int) -> None:
+        """Read the queue's heartbeats; say once when no worker has lived for a while, and once when one is back.
+
+        The batch keeps waiting either way: a worker may be on its way. A read that fails says nothing
+        (the next poll of the results meets the same store and reports it).
+        """
+        try:
+            counters = await asyncio.to_thread(heartbeats, self.queue_name)
+        except Exception as exc:
+            log.debug("batch_heartbeats_unread", queue=self.queue_name, error=f"{type(exc).__name__}: {exc}")
+            return
+        change = sightings.read(counters, time.monotonic())
+        queue, store = self.queue_name, engine.display_url(self.url)
+        if change == "silent":
+            silence = int(time.monotonic() - sightings.moved)
+            log.warning(
+                "batch_no_live_worker", batch=self.batch_id, queue=queue, store=store, seconds=silence, waiting=waiting
+            )
+            self._notice(
+                f"no live worker on queue {queue!r} for {silence} s: {waiting} items wait. "
+                f"Start one: `{self.worker_command}` (this batch keeps waiting; Ctrl-C stops it)"
+            )
+        elif change == "back":
+            log.info("batch_worker_back", batch=self.batch_id, queue=queue, store=store, waiting=waiting)
+            self._notice(f"a worker runs queue {queue!r} again: {waiting} items wait")
+
+    def _notice(self, text: str) -> None:
+        if self.notices is not None:
+            print(f"atomtask: {text}", file=self.notices, flush=True)
 
     async def _cancel_queued(self, workflow_ids: list[str]) -> None:
         """Cancel the items still waiting on the queue; the ones running finish and are counted."""

@@ -5,15 +5,23 @@ Each item gets an id: its `id` field (or the `--id-field` named), else `item-<ha
 across runs of the same file, and lines inserted, removed or reordered leave the others' ids alone.
 A line that cannot be an item raises a `BatchInputError` naming the file, the line and the fix,
 before any model is called.
+
+CSV is read strictly (a stray quote, `1,"a"b`, or a quote never closed is an error, not a cell that
+quietly swallows the lines after it) and a cell may be as long as the file: the `csv` module's field
+size limit (131,072 characters by default, a guard for streams) is lifted while the text, already in
+memory, is parsed, and put back afterwards (`_field_limit`). A NUL byte is refused: a text CSV holds
+none (the file is binary, or UTF-16).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -141,11 +149,51 @@ def _jsonl_rows(text: str, name: str) -> Iterable[tuple[int, dict[str, Any]]]:
         yield number, value
 
 
+_CSV_FIX = 'Quote a cell that holds commas, quotes or line breaks, doubling its quotes: `"say ""hi"""`.'
+_LIMIT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _field_limit(size: int) -> Iterator[None]:
+    """`csv.field_size_limit` at least `size` while the block runs, then as it was.
+
+    The limit is the process's (one C global): raised only for the parse of text already in memory and
+    put back, so other CSV readers in the process keep their guard. Two batch inputs read at once in
+    two threads take turns (`_LIMIT_LOCK`); a reader of another library in another thread meanwhile
+    may only see a higher limit, never a lower one.
+    """
+    with _LIMIT_LOCK:
+        before = csv.field_size_limit()
+        csv.field_size_limit(max(before, size))
+        try:
+            yield
+        finally:
+            csv.field_size_limit(before)
+
+
 def _csv_rows(text: str, name: str) -> Iterable[tuple[int, dict[str, Any]]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise BatchInputError(
+            f"Line {line} holds a NUL byte: a CSV file is text, with none.",
+            file=name,
+            line=line,
+            fix="Export the file again as UTF-8 CSV (a NUL byte means a binary or UTF-16 file), or fix that line.",
+        )
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    start = 1  # the first line of the row being read: where an unclosed quote opened
+    with _field_limit(len(text) + 1):
+        try:
+            for row in reader:
+                rows.append((reader.line_num, row))
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise BatchInputError(
+                f"The row at line {start} is not valid CSV ({exc}).", file=name, line=start, fix=_CSV_FIX
+            ) from None
     header: list[str] | None = None
-    for row in reader:
-        number = reader.line_num
+    for number, row in rows:
         if not row or not any(cell.strip() for cell in row):
             continue
         if header is None:

@@ -2,10 +2,15 @@
 
 `Pacer` is what every item waits on before it starts: a shared pause after any item's request was
 refused with a rate limit (as long as the provider's `Retry-After`, else `DEFAULT_PAUSE`), then the
-requests-per-minute and tokens-per-minute limiters (`aiolimiter`'s leaky buckets). Tokens are not
-known before an item runs, so an item takes the running average up front and settles the difference
-when it ends. The batch's `max_cost` and `max_tokens` (`--max-cost`, `--max-total-tokens`: totals across
-its items) are a `Budget` (`batch_budget`) that says when the batch must stop taking items (`reached`).
+requests-per-minute and tokens-per-minute limiters (`aiolimiter`'s leaky buckets). Each bucket holds
+about one second's share of its rate (`bucket`), not a minute's: providers enforce their per-minute
+limits over shorter windows (OpenAI's are quantised to the second or so), so a batch that started a
+minute's worth of requests at once would be refused; `--rpm 600` starts 10 at once, then one every
+0.1 s. Tokens are not known before an item runs, so an item takes the running average up front (at
+most a bucket's worth: one larger item still starts once the bucket is empty) and settles the
+difference when it ends, a bucket at a time. The batch's `max_cost` and `max_tokens` (`--max-cost`,
+`--max-total-tokens`: totals across its items) are a `Budget` (`batch_budget`) that says when the
+batch must stop taking items (`reached`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from atomtask._logs import get_logger
 from atomtask.handlers._budget import Budget
 from atomtask.system._templates import TemplateLimits
 
-__all__ = ["DEFAULT_PAUSE", "Pacer", "batch_budget", "reached"]
+__all__ = ["DEFAULT_PAUSE", "Pacer", "batch_budget", "bucket", "reached"]
 
 log = get_logger(__name__)
 
@@ -26,13 +31,23 @@ DEFAULT_PAUSE = 1.0
 """Seconds every worker waits after a 429 that named no `Retry-After`."""
 
 
+def bucket(per_minute: float) -> AsyncLimiter:
+    """A leaky bucket for `per_minute` holding one second's share of it (at least 1: a whole request).
+
+    `AsyncLimiter(size, period)` lets `size` through at once, then `size` every `period` seconds:
+    `bucket(600)` is 10 a 1 s, `bucket(30)` 1 a 2 s, the same rate as `per_minute` a 60 s.
+    """
+    size = max(1.0, per_minute / 60)
+    return AsyncLimiter(size, size * 60 / per_minute)
+
+
 class Pacer:
     """The rate limits of one batch (`rpm`, `tpm`: None for none) and its shared backoff after a 429."""
 
     def __init__(self, *, rpm: float | None = None, tpm: float | None = None) -> None:
-        self._rpm = AsyncLimiter(rpm, 60) if rpm else None
-        self._tpm = AsyncLimiter(tpm, 60) if tpm else None
-        self._tpm_max = float(tpm or 0)
+        self._rpm = bucket(rpm) if rpm else None
+        self._tpm = bucket(tpm) if tpm else None
+        self._tpm_max = self._tpm.max_rate if self._tpm is not None else 0.0
         self._resume_at = 0.0
         self._tokens = 0
         self._items = 0
@@ -50,7 +65,10 @@ class Pacer:
         return self._tokens / self._items if self._items else 1.0
 
     async def before_item(self) -> float:
-        """Wait for the shared pause and the limiters; returns the tokens taken from the `tpm` bucket."""
+        """Wait for the shared pause and the limiters; returns the tokens taken from the `tpm` bucket.
+
+        An item takes its estimate, at most the bucket's size (more would never fit: it would wait forever).
+        """
         while (wait := self._resume_at - time.monotonic()) > 0:
             await asyncio.sleep(wait)
         if self._rpm is not None:
@@ -62,7 +80,7 @@ class Pacer:
         return taken
 
     async def after_item(self, tokens: int, taken: float) -> None:
-        """Settle an item's tokens with the `tpm` bucket (the part beyond what it took up front)."""
+        """Settle an item's tokens with the `tpm` bucket (the part beyond what it took up front), a bucket at a time."""
         self._tokens += tokens
         self._items += 1
         if self._tpm is None:

@@ -42,7 +42,7 @@ import attrs
 import httpx2
 from atomtask._logs import get_logger
 from atomtask.batch._items import BatchItem
-from atomtask.batch._record import default_record_path
+from atomtask.batch._record import default_record_path, private_record
 from atomtask.batch._run import BatchRun
 from atomtask.errors import ConfigurationError, UsageError
 from atomtask.system._results import BatchItemResult
@@ -360,7 +360,7 @@ class ProviderBatchRecord:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_record_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_record(self.path)  # owner-only, as the batch record it shares a file with
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
@@ -559,9 +559,7 @@ class ProviderBatchRun(BatchRun):
         await asyncio.gather(*(one(item, outcome) for item, outcome in items))
 
     def _finish(self, item: BatchItem, result: BatchItemResult, finished: asyncio.Queue[Any]) -> None:
-        result.index = item.index
-        if self.record is not None and self.batch_id is not None:
-            self.record.save(self.batch_id, self.target.fingerprint, self.target.model, result)
+        result = self._keep(item, result)  # recorded; a failed write keeps the answer (`BatchRun.unrecorded`)
         self._count(result)
         self.budget.spend(result.usage)
         finished.put_nowait(result)

@@ -6,11 +6,17 @@ the `Pacer` (the shared pause after a 429, `rpm`, `tpm`), runs through `TaskSyst
 yielded, in completion order. Items already in the record for the same fingerprint and model are
 yielded first, as they were (`resumed=True`), and not run again; failed ones run again with
 `retry_failed=True`. `stop()` (Ctrl-C, the budget) stops taking items; the items in flight finish.
+
+An item whose row cannot be written (the record file damaged or full after it was opened) is paid for
+already: it is still counted and yielded, listed in `unrecorded` (a warning, and the CLI's summary,
+say so) and the batch goes on; a re-run runs it again. A workflow's `redact: true` values never reach
+the record (`BatchTarget.run_in_clear`); the results yielded hold them only with `include_redacted`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -41,6 +47,10 @@ class BatchRun:
         resumed: items read from the record instead of run.
         spent: the tokens and cost spent by this run (resumed items cost nothing).
         stopped: why the batch stopped taking items early (the budget, an interrupt), else None.
+        unrecorded: the ids of the items finished (and yielded) whose row the record could not write;
+            `record_error` says why, the first time.
+        include_redacted: the results yielded keep the values of a workflow's `redact: true` fields (the
+            record never does).
     """
 
     def __init__(
@@ -58,6 +68,7 @@ class BatchRun:
         retry_failed: bool = False,
         id_field: str = "id",
         owns_record: bool = False,
+        include_redacted: bool = False,
     ) -> None:
         if concurrency < 1:
             from atomtask.errors import ConfigurationError
@@ -70,6 +81,9 @@ class BatchRun:
         self.budget = budget or Budget()
         self.record, self.batch_id, self.retry_failed = record, batch_id, retry_failed
         self.id_field = id_field
+        self.include_redacted = include_redacted
+        self.unrecorded: list[str] = []
+        self.record_error: str | None = None
         self._owns_record = owns_record  # closed when the iteration ends (`TaskSystem.batch` opened it)
         self.total = len(self.items)
         self.done = self.failed = self.resumed = 0
@@ -170,11 +184,10 @@ class BatchRun:
             taken = await self.pacer.before_item()
             if self.stopped is not None:
                 return
-            result = await self.target.run(self.host, item.id, item.inputs, self.options, id_field=self.id_field)
-            result.index = item.index
-            if self.record is not None and self.batch_id is not None:
-                # Durable before it is counted or written out: a crash after this never pays for it again.
-                self.record.save(self.batch_id, self.target.fingerprint, self.target.model, result)
+            clear, kept = await self.target.run_in_clear(
+                self.host, item.id, item.inputs, self.options, id_field=self.id_field
+            )
+            result = self._keep(item, kept, clear if self.include_redacted else kept)
             self._count(result)
             self.budget.spend(result.usage)
             stop = reached(self.budget)
@@ -184,3 +197,23 @@ class BatchRun:
             await self.pacer.after_item(result.usage.total_tokens, taken)
         finally:
             slots.release()
+
+    def _keep(self, item: BatchItem, kept: BatchItemResult, shown: BatchItemResult | None = None) -> BatchItemResult:
+        """Record a finished item (`kept`, its redacted values cut out); the result to count and yield (`shown`).
+
+        Durable before it is counted or written out: a crash after this never pays for it again. A
+        write that fails keeps the answer: the item is yielded all the same and listed in `unrecorded`.
+        """
+        shown = kept if shown is None else shown
+        kept.index = shown.index = item.index
+        if self.record is None or self.batch_id is None:
+            return shown
+        try:
+            self.record.save(self.batch_id, self.target.fingerprint, self.target.model, kept)
+        except sqlite3.Error as exc:
+            self.unrecorded.append(item.id)
+            self.record_error = self.record_error or f"{type(exc).__name__}: {exc}"
+            log.warning(
+                "batch_record_write_failed", batch=self.batch_id, item=item.id, db=str(self.record.path), error=str(exc)
+            )
+        return shown

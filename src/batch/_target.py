@@ -10,13 +10,19 @@ they decide only whether an item fails, never what a finished item's answer is (
 the failed ones again with new retries). `check_inputs` validates an
 item's inputs as the run would, so a bad line is refused before anything is paid.
 `BatchHost` is what the batch needs of `TaskSystem`, kept as a protocol so this layer sits below it.
+
+A workflow's `redact: true` fields are never written in clear outside the run store: `run` replaces
+their values with `[redacted]` in the item's output, and cuts them out of every text of the result that
+quotes one (tool arguments and results, the error, other state fields), as the run store's checkpoints
+leave them out (`runs._checkpoints.REDACTED`). `run_in_clear` returns the result as it ran too, for
+the local engine's `--include-redacted`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from atomtask.workflows._registry import WorkflowRegistry
     from atomtask.workflows._runner import WorkflowRunner
 
-__all__ = ["BatchHost", "BatchTarget", "check_items", "resolve_target"]
+__all__ = ["SECRET_MIN_LENGTH", "BatchHost", "BatchTarget", "check_items", "resolve_target"]
 
 
 class BatchHost(Protocol):
@@ -70,6 +76,8 @@ class BatchTarget:
     fingerprint: str
     model: str
     accepted: frozenset[str]
+    #: A workflow's `redact: true` state fields (none for a template).
+    redacted: frozenset[str] = frozenset()
 
     async def run(
         self,
@@ -83,17 +91,78 @@ class BatchTarget:
         """Run one item; a failure (even an unexpected exception) is a FAILED result with a reason.
 
         The `id_field` names the item; it is an input only when the template or workflow declares it.
+        The values of a workflow's `redact: true` fields are `[redacted]` (`run_in_clear` has them too).
         """
+        _, kept = await self.run_in_clear(host, item_id, inputs, options, id_field=id_field)
+        return kept
+
+    async def run_in_clear(
+        self,
+        host: BatchHost,
+        item_id: str,
+        inputs: Mapping[str, Any],
+        options: CallOptions,
+        *,
+        id_field: str = "id",
+    ) -> tuple[BatchItemResult, BatchItemResult]:
+        """Run one item: its result as it ran, and as it may be kept (`run`'s, the redacted values cut out)."""
         if id_field in inputs and id_field not in self.accepted:
             inputs = {key: value for key, value in inputs.items() if key != id_field}
+        secrets = [inputs[name] for name in self.redacted if name in inputs]
         try:
             if self.kind == "workflow":
                 compiled = host.workflows.compiled(self.name)
-                return from_workflow(item_id, await host.runner.run_async(compiled, inputs, options))
-            return from_task(item_id, await host.executor.execute_async(self.name, inputs, options))
+                ran = await host.runner.run_async(compiled, inputs, options)
+                if ran.state is not None:  # the values its steps wrote, a failed run's included
+                    written = pydantic_core.to_jsonable_python(ran.state)
+                    if isinstance(written, dict):
+                        secrets += [written[name] for name in self.redacted if name in written]
+                result = from_workflow(item_id, ran)
+            else:
+                result = from_task(item_id, await host.executor.execute_async(self.name, inputs, options))
         except Exception as exc:
             error = TaskError(reason=FailureReason.UNEXPECTED_ERROR, message=f"{type(exc).__name__}: {exc}")
-            return BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error)
+            result = BatchItemResult(id=item_id, status=TaskStatus.FAILED, error=error)
+        return result, self.without_redacted(result, secrets)
+
+    def without_redacted(self, result: BatchItemResult, secrets: Sequence[Any] = ()) -> BatchItemResult:
+        """`result` with the values of the workflow's `redact: true` fields replaced by `[redacted]`.
+
+        The fields themselves in the output (the final state); and wherever one of their values (the
+        output's, or one of `secrets`: given as inputs, written by a step) of at least `SECRET_MIN_LENGTH`
+        characters appears inside a text of the output, the error or the tool calls, it is cut out of
+        that text. `result` itself is left as it is.
+        """
+        if not self.redacted:
+            return result
+        from atomtask.runs._checkpoints import REDACTED
+
+        output = result.output
+        found = list(secrets)
+        if isinstance(output, dict):
+            found += [output[name] for name in self.redacted if name in output]
+            output = {key: REDACTED if key in self.redacted else value for key, value in output.items()}
+        texts = sorted({text for secret in found for text in _texts(secret)}, key=len, reverse=True)
+
+        def cut(value: Any) -> Any:
+            if isinstance(value, str):
+                for text in texts:
+                    value = value.replace(text, REDACTED)
+                return value
+            if isinstance(value, dict):
+                return {key: cut(item) for key, item in value.items()}
+            if isinstance(value, list | tuple):
+                return [cut(item) for item in value]
+            return value
+
+        error = result.error
+        if error is not None:
+            error = error.model_copy(update={"message": cut(error.message), "details": cut(error.details)})
+        calls = [
+            call.model_copy(update={"args": cut(call.args), "result": cut(call.result), "error": cut(call.error)})
+            for call in result.tool_calls
+        ]
+        return result.model_copy(update={"output": cut(output), "error": error, "tool_calls": calls})
 
     def input_problem(self, host: BatchHost, inputs: Mapping[str, Any], *, id_field: str = "id") -> str | None:
         """What is wrong with an item's inputs (missing, unknown, mistyped) as the run would find it; None: nothing."""
@@ -247,6 +316,7 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
             fingerprint=_digest([dumped, [t.model_dump(mode="json") for t in used], sending]),
             model=", ".join(labels),
             accepted=frozenset(flow.run_inputs),
+            redacted=flow.redacted_fields,
         )
     from atomtask.errors import TemplateNotFoundError
 
@@ -256,6 +326,22 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
         f"Registered: {', '.join(sorted(known)) or 'none'}; load yours with `--templates PATH`.",
         suggestions=near_names(name, known),
     )
+
+
+SECRET_MIN_LENGTH = 4
+"""A redacted value this long or longer is also cut out of the texts that quote it (a shorter one, `yes`, would
+cut every word it is part of: it is replaced only as its field's value)."""
+
+
+def _texts(secret: Any) -> list[str]:
+    """The texts of a redacted value long enough to be cut out of other texts: the value, or its strings' leaves."""
+    if isinstance(secret, str):
+        return [secret] if len(secret) >= SECRET_MIN_LENGTH else []
+    if isinstance(secret, Mapping):
+        return [text for value in secret.values() for text in _texts(value)]
+    if isinstance(secret, list | tuple | set | frozenset):
+        return [text for value in secret for text in _texts(value)]
+    return []
 
 
 def _digest(material: Any) -> str:

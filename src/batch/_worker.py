@@ -41,6 +41,7 @@ GRACE = 600
 _TABLE = """CREATE TABLE IF NOT EXISTS atomtask_batch_workers (
     executor_id TEXT PRIMARY KEY, queue TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, beats BIGINT NOT NULL
 )"""
+_TABLE_LOCK = 0x61746F6D7461736B  # "atomtask" in ASCII: the advisory lock key of the table's creation
 
 
 def _engine(url: str) -> Any:
@@ -70,6 +71,11 @@ class Watch:
         self._seen: dict[str, tuple[int, float]] = {}  # executor -> (its counter, when it last moved, our clock)
         self.recovered = 0
         with self._db.begin() as c:
+            if self._db.dialect.name == "postgresql":
+                # PostgreSQL's IF NOT EXISTS does not hold when two sessions create the table at once (the
+                # second fails on the catalog's unique index: workers started together on a new store): the
+                # lock, held to the commit, lets one create it and the others find it.
+                c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _TABLE_LOCK})
             c.execute(sa.text(_TABLE))
 
     def tick(self, recover: Callable[[list[str]], int]) -> None:

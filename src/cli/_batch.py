@@ -8,7 +8,11 @@ and lets the ones in flight finish (exit 130); a second one abandons them.
 
 Progress goes to stderr: a `tqdm` bar on a terminal (done / total, the rate and the ETA, the failed
 items, tokens and cost; `tqdm` is imported only when a bar is drawn), a plain line every few seconds
-otherwise, for logs and CI, or nothing with `-q`.
+otherwise, for logs and CI, or nothing with `-q`. The bar is redrawn for every item that finishes, up
+to 10 times a second (`BAR_EVERY`; never tqdm's own `miniters`, which learns from a first burst of
+items read back from the record to skip dozens of redraws after it). An item the record could not
+write (the file damaged or full mid-run) is still written out; a warning says so at once and the
+summary counts them, even with `-q`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import os
 import signal
 import sys
 import time
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from atomtask.system._results import BatchItemResult
 
 __all__ = [
+    "BAR_EVERY",
     "BATCH_EPILOG",
     "EXIT_INTERRUPTED",
     "PLAIN_EVERY",
@@ -45,6 +51,7 @@ __all__ = [
     "progress_for",
     "run_command",
     "summary_lines",
+    "unrecorded_warning",
 ]
 
 WORKER_EPILOG = (
@@ -161,6 +168,12 @@ def add_batch_parser(
     )
     p.add_argument("--id-field", metavar="NAME", help="the field naming each item (default: id; else a hash)")
     p.add_argument("--ordered", action="store_true", help="write results in input order (default: as they finish)")
+    p.add_argument(
+        "--include-redacted",
+        action="store_true",
+        help="write the values of a workflow's `redact: true` fields to the results in clear (default: "
+        "[redacted]; the batch record never holds them)",
+    )
     p.add_argument("--model", help="the model for every item, over the template's own")
     p.add_argument("--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...)")
     with_settings(p)
@@ -215,6 +228,9 @@ def add_batch_parser(
 PLAIN_EVERY = 5.0
 """Seconds between two plain progress lines."""
 
+BAR_EVERY = 0.1
+"""Seconds at least between two redraws of the bar (one per finished item, when they come slower)."""
+
 
 class Progress:
     """Nothing shown (`-q`); the base of the two that show something."""
@@ -225,6 +241,10 @@ class Progress:
     def update(self, result: BatchItemResult) -> None:
         """One item finished (or was read from the record)."""
 
+    def warn(self, text: str) -> None:
+        """Say something the user must know now (even with `-q`): a line of its own."""
+        print(text, file=self.stream, flush=True)
+
     def close(self) -> None:
         """The batch ended."""
 
@@ -234,19 +254,39 @@ class _Bar(Progress):
         super().__init__(run, stream)
         from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
 
-        self._bar: Any = tqdm(total=run.total, file=stream, unit="item", desc=run.target.name, dynamic_ncols=True)
-        self._last = 0.0
+        # `miniters=1`: tqdm's default (dynamic) raises its step to the largest burst seen between two redraws,
+        # so items read back from the record at the start would hide the next dozens of items.
+        # A terminal that reports 0 columns (a pseudo-terminal never sized) would get a bar cut to nothing.
+        sized = _columns(stream) != 0
+        self._bar: Any = tqdm(
+            total=run.total,
+            file=stream,
+            unit="item",
+            desc=run.target.name,
+            dynamic_ncols=sized,
+            ncols=None if sized else 80,
+            miniters=1,
+            mininterval=BAR_EVERY,
+        )
 
     def update(self, result: BatchItemResult) -> None:
+        self._bar.set_postfix_str(_figures(self.run), refresh=False)  # drawn by the update, with its count
         self._bar.update(1)
-        now = time.monotonic()
-        if now - self._last >= 0.2 or self.run.not_run == 0:  # the postfix costs a redraw: not for every item
-            self._last = now
-            self._bar.set_postfix_str(_figures(self.run), refresh=False)
+
+    def warn(self, text: str) -> None:
+        self._bar.write(text, file=self.stream)  # above the bar, which is drawn again under it
 
     def close(self) -> None:
         self._bar.set_postfix_str(_figures(self.run), refresh=False)
         self._bar.close()
+
+
+def _columns(stream: TextIO) -> int | None:
+    """The width of the terminal `stream` writes to, as it reports it; None when it cannot say."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # no file descriptor (io.UnsupportedOperation is an OSError)
+        return None
 
 
 class _Lines(Progress):
@@ -309,7 +349,30 @@ def summary_lines(run: BatchRun) -> list[str]:
         )
     elif run.failed and run.batch_id:
         lines.append(f"atomtask: `atomtask batch --resume {run.batch_id} --retry-failed` runs the failed items again")
+    if run.unrecorded:
+        lines.append(unrecorded_warning(run))
     return lines
+
+
+def unrecorded_warning(run: BatchRun, *, first: bool = False) -> str:
+    """The warning for finished items whose row the batch record could not write (`BatchRun.unrecorded`).
+
+    `first`: the one said when the first such item finishes; else the summary's line, which counts them all.
+    """
+    where = str(run.record.path) if run.record is not None else "the batch record"
+    if first:
+        return (
+            f"atomtask: warning: item {run.unrecorded[0]!r} could not be written to the batch record {where} "
+            f"({run.record_error}); its result is in the output, but a re-run runs it (and pays for it) again. "
+            "The batch goes on; the summary counts the items not recorded."
+        )
+    count = len(run.unrecorded)
+    items = "1 finished item" if count == 1 else f"{count} finished items"
+    return (
+        f"atomtask: warning: {items} could not be written to the batch record {where} ({run.record_error}): "
+        "they are in the output, but a re-run runs (and pays for) them again; move the record aside or pass "
+        "another `--db`."
+    )
 
 
 EXIT_INTERRUPTED = 130
@@ -424,7 +487,7 @@ def run_command(
         elif getattr(args, "engine", "local") == "dbos":  # the items run on `atomtask worker`s
             from atomtask.batch._dbos import run_class_for
 
-            run_class = run_class_for(args)
+            run_class = run_class_for(args, err)
         run = run_class(
             system,
             target,
@@ -437,6 +500,7 @@ def run_command(
             batch_id=batch_id,
             retry_failed=args.retry_failed,
             id_field=args.id_field or "id",
+            include_redacted=getattr(args, "include_redacted", False),
         )
         with _results_file(args.output, out) as sink:
             _drive(run, sink, err, ordered=args.ordered, quiet=args.quiet)
@@ -445,6 +509,8 @@ def run_command(
     if not args.quiet:
         for line in summary_lines(run):
             print(line, file=err)
+    elif run.unrecorded:  # `-q` hides the summary, not this
+        print(unrecorded_warning(run), file=err)
     if run.stopped == INTERRUPTED:
         return EXIT_INTERRUPTED
     return 1 if run.failed or run.stopped is not None else 0
@@ -520,9 +586,13 @@ def _drive(run: BatchRun, sink: TextIO, err: TextIO, *, ordered: bool, quiet: bo
             loop.add_signal_handler(signal.SIGINT, interrupted)
             handled = True
         try:
+            warned = False
             async for result in run:
                 writer.write(result)
                 progress.update(result)
+                if run.unrecorded and not warned:  # once: the summary counts them all
+                    warned = True
+                    progress.warn(unrecorded_warning(run, first=True))
         except asyncio.CancelledError:
             if run.stopped != INTERRUPTED:
                 raise

@@ -397,7 +397,9 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
         elif args.workflow_command == "runs":
             actions.list_runs(system, out, db=args.db)
         elif args.workflow_command == "approve":
-            actions.approve(system, args.run_id, reject=args.reject, note=args.note, db=args.db, out=out)
+            actions.approve(
+                system, args.run_id, reject=args.reject, note=args.note, db=args.db, out=out, step=args.step
+            )
         elif args.workflow_command == "show":
             actions.show(system, args.name, out, db=args.db, as_json=args.json)
         else:
@@ -493,7 +495,8 @@ def cache(args: argparse.Namespace, out: TextIO) -> int:
     if not path.exists():  # never create a cache file only to report that it is empty
         print(f"atomtask: no response cache at {str(path)!r}", file=out)
         return EXIT_OK
-    store = ResponseCache(path)
+    # `clear` of the whole cache starts a damaged file afresh; `stats` says it is damaged, and how to fix it.
+    store = ResponseCache(path, reset_damaged=args.cache_command == "clear" and not args.template)
     try:
         if args.cache_command == "clear":
             removed = store.clear(args.template)

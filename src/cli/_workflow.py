@@ -100,6 +100,9 @@ def add_durable_arguments(
     approve.add_argument("run_id", metavar="RUN_ID", help="the waiting run's id (see `atomtask workflow runs`)")
     approve.add_argument("--reject", action="store_true", help="reject instead of approving")
     approve.add_argument("--note", metavar="TEXT", help="a note kept with the decision")
+    approve.add_argument(
+        "--step", metavar="STEP", help="decide only if the run waits at this approval step (never the next gate)"
+    )
     with_templates(approve)
     add_db(approve)
     runs = actions.add_parser("runs", parents=[common], help="list the durable runs: id, workflow, status, step")
@@ -144,6 +147,10 @@ def run(
         from atomtask.runs._durable import new_run_id
 
         run_id = new_run_id()
+    else:  # refused before its line is printed: `q~2` would be a segment of run `q`
+        from atomtask.runs._records import check_run_id
+
+        check_run_id(run_id)
     if not quiet:
         print(f"atomtask: run {run_id} of {compiled.name}", file=err)
     try:
@@ -425,7 +432,16 @@ def _neither(name: str, workflows: list[str], runs: list[str], store: str) -> Ex
     )
 
 
-def approve(system: TaskSystem, run_id: str, *, reject: bool, note: str | None, db: str | None, out: TextIO) -> None:
+def approve(
+    system: TaskSystem,
+    run_id: str,
+    *,
+    reject: bool,
+    note: str | None,
+    db: str | None,
+    out: TextIO,
+    step: str | None = None,
+) -> None:
     """Send the decision to run `run_id`, WAITING at an approval step; one line says what was decided, and what next.
 
     When the process that ran it has gone (Ctrl-C), the run goes on only once resumed: the line says so.
@@ -434,7 +450,7 @@ def approve(system: TaskSystem, run_id: str, *, reject: bool, note: str | None, 
 
     from atomtask.runs._checkpoints import waiter_alive
 
-    info = system.approve_workflow(run_id, approved=not reject, note=note, by=getpass.getuser(), db=db)
+    info = system.approve_workflow(run_id, approved=not reject, note=note, by=getpass.getuser(), db=db, step=step)
     decided = "rejected" if reject else "approved"
     alive = waiter_alive(info.waiting or {})
     if alive:

@@ -9,6 +9,11 @@ not use the cache beyond this module itself: the SQLite store (`_cache_store`) o
 cached call, and no key is computed while the cache is off. The store is called on the caller's
 thread (tens of microseconds a statement); only a file another process is writing makes it wait, up to
 the store's busy timeout.
+
+A call whose policy is off (`cache=False`, which a workflow step that writes a `redact: true` field is
+given) neither reads nor writes the store: no key, no statement. A stored entry that cannot be read
+(damaged: not UTF-8, not JSON, a column of the wrong type) is a miss with a warning, and the model's
+answer replaces it; a store that cannot be opened fails the call with `configuration_error`.
 """
 
 from __future__ import annotations
@@ -166,8 +171,10 @@ class CacheConfig:
 
         try:
             entry = store.get(plan.key, ttl=plan.ttl, count=False)  # counted below, once it validates
-        except sqlite3.Error as exc:  # a locked, full or damaged file: the model is asked instead
-            log.warning("cache_read_failed", template=call.template, error=f"{type(exc).__name__}: {exc}")
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a locked, full or damaged file: the model is asked
+            # A damaged entry is a miss; the answer the model gives now replaces it (`save`).
+            said = str(exc).encode("utf-8", "backslashreplace").decode()[:200]
+            log.warning("cache_read_failed", template=call.template, key=plan.key[:16], path=store.path, error=said)
             return None
         if entry is None:
             log.debug("cache_miss", template=call.template, key=plan.key[:16])
@@ -178,8 +185,12 @@ class CacheConfig:
                 if call.output_cls is not None
                 else json.loads(entry.output)
             )
-        except (ValidationError, ValueError) as exc:  # a class whose validators changed without its schema
-            log.info("cache_entry_invalid", template=call.template, key=plan.key[:16], error=str(exc)[:200])
+        except (ValidationError, ValueError) as exc:
+            damaged = not isinstance(exc, ValidationError) or any(e["type"] == "json_invalid" for e in exc.errors())
+            if damaged:  # not JSON: the stored answer was damaged; asked again, the model's answer replaces it
+                log.warning("cache_entry_damaged", template=call.template, key=plan.key[:16], path=store.path)
+            else:  # a class whose validators changed without its schema
+                log.info("cache_entry_invalid", template=call.template, key=plan.key[:16], error=str(exc)[:200])
             return None
         try:
             store.count_hit(plan.key)

@@ -9,7 +9,8 @@ whose body is a validation error of the request (`handlers._refusals`) is not, a
 Each attempt keeps the response's `finish_reason`, and the run the `max_tokens` a cut-off answer met.
 atomtask's capabilities sit on the cached Agent (a per-run capability costs ~10% of a run); what one
 run records goes into its `RunState`, passed as `deps`. Failed requests are not paid for (an empty
-answer may be: its usage stays in the ledger), but they are part of the ledger.
+answer, or a stream cut mid-answer, may be: its usage, priced by `paid_usage`, stays in the ledger),
+but they are part of the ledger.
 
 Two things travel with every fault: its text goes through `redact` (provider errors sometimes echo
 part of the key they rejected), and a rate limit is told to `rate_limit_listener`, a context variable
@@ -67,6 +68,7 @@ __all__ = [
     "feedback_errors",
     "is_transient",
     "ledger_attempts",
+    "paid_usage",
     "rate_limit_listener",
     "redact",
     "remaining_limits",
@@ -217,9 +219,7 @@ class ProviderRetry(AbstractCapability[Any]):
             run_state(ctx, self.state).max_tokens = settings.get("max_tokens") if settings else None
         if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
             # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
-            usage = response.usage
-            paid = UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-            await self._fault(ctx, EmptyAnswerError(request_context.model), usage=paid)
+            await self._fault(ctx, EmptyAnswerError(request_context.model), usage=paid_usage(response))
         return response
 
     async def _fault(
@@ -375,6 +375,29 @@ def ledger_attempts(
         entry["index"] = first_index + len(attempts)
         attempts.append(Attempt(**entry))
     return attempts
+
+
+def paid_usage(response: ModelResponse) -> UsageNotes:
+    """What one request that reached the provider used: its tokens, and their price where it is known.
+
+    pydantic-ai prices every answer it completes (genai-prices, the response's own model and
+    provider); an answer it never completes (a stream cut mid-answer, an answer that held nothing)
+    was billed all the same, so it is priced here the same way (`ModelResponse.cost()`). A model
+    genai-prices does not know, or an answer that reported no tokens, has no cost (None, not 0).
+    """
+    usage = response.usage
+    cost = usage.cost
+    if cost is None and (usage.input_tokens or usage.output_tokens) and response.model_name:
+        try:
+            cost = response.cost().total_price
+        except (LookupError, ValueError):  # what genai-prices raises for a model or usage it cannot price
+            cost = None
+    return UsageNotes(
+        requests=1,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost=float(cost) if cost is not None else None,
+    )
 
 
 def usage_total(attempts: Sequence[Attempt]) -> UsageNotes:

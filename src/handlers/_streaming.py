@@ -12,12 +12,14 @@ under the next attempt number.
 
 A provider fault after the stream reached us (a dropped connection halfway through the answer)
 cannot be retried by pydantic-ai itself (`on_model_request_error` only sees faults before the first
-chunk). Here it is recorded as a fault (the text received so far kept as its `raw_output`) and, when
-transient and `ProviderRetries` allow, the run resumes from the conversation before that answer: the
-model never sees the broken answer, the output retries already spent stay spent, and the same
-`RunState` keeps the ledger. A streamed answer that holds nothing is the same retried fault
-(`EmptyAnswerError`), as it is for a whole answer. A model that cannot stream (a `FunctionModel`
-without a stream function) is run without partials.
+chunk). Here it is recorded as a fault (the text received so far kept as its `raw_output`, the tokens
+it used priced as a whole answer's are) and, when transient, `ProviderRetries` allow and the call's
+`limits` are not used up, the run resumes from the conversation before that answer: the model never
+sees the broken answer, the output retries already spent stay spent, and the same `RunState` keeps
+the ledger; limits the broken answer used up end the run as `usage_limit_exceeded`. A streamed
+answer that holds nothing is the same retried fault (`EmptyAnswerError`), as it is for a whole
+answer. A model that cannot stream (a `FunctionModel` without a stream function) is run without
+partials.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from atomtask.handlers._ledger import EmptyAnswerError, Fault, is_transient, redact, remaining_limits
+from atomtask.handlers._ledger import EmptyAnswerError, Fault, is_transient, paid_usage, redact, remaining_limits
 from atomtask.handlers._llm import CallOutcome, LLMInteractionManager, ModelCall
 from atomtask.system._results import UsageNotes
 from pydantic import ValidationError
 from pydantic_ai import capture_run_messages
-from pydantic_ai.exceptions import ModelRetry, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import FunctionModel
@@ -104,8 +106,8 @@ class _StepStream:
                         return None, exc, messages
                     history = messages[:-1]
                     spent = await self._fault(exc, messages[-1], history)
-                    if spent is None:
-                        return None, exc, history
+                    if isinstance(spent, Exception):
+                        return None, spent, history
                     used += spent
                     continue
             return output, None, list(captured)
@@ -143,14 +145,19 @@ class _StepStream:
                 last = partial
                 self.on_partial(partial, index, self.step.choice.label)
 
-    async def _fault(self, exc: Exception, broken: ModelResponse, history: list[ModelMessage]) -> int | None:
-        """Record a fault mid-stream; after the backoff, the output retries this run spent, or None to give up."""
+    async def _fault(self, exc: Exception, broken: ModelResponse, history: list[ModelMessage]) -> int | Exception:
+        """Record a fault mid-stream; after the backoff, the output retries this run spent, or the error to end with.
+
+        The broken answer was billed (its tokens so far, priced like a whole answer), so it counts
+        against the call's limits: when they are used up, the run ends with the limit reached (as a
+        next attempt would), not with the provider's fault.
+        """
         state = self.step.state
         answered = sum(isinstance(m, ModelResponse) for m in history)
         retry = sum(f.after_response == answered for f in state.faults) + 1
-        usage = broken.usage
-        spent = UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-        left = retry <= state.retries.attempts and not isinstance(self._budget(history, spent), str)
+        spent = paid_usage(broken)
+        budget = self._budget(history, spent)
+        left = retry <= state.retries.attempts and not isinstance(budget, str)
         fault = Fault(
             after_response=answered,
             error_type=type(exc).__name__,
@@ -162,8 +169,10 @@ class _StepStream:
         )
         state.faults.append(fault)
         self.broken[id(fault)] = _text(broken)
+        if isinstance(budget, str) and retry <= state.retries.attempts:
+            return UsageLimitExceeded(f"Resuming the answer that broke off mid-stream would exceed {budget}")
         if not left:
-            return None
+            return exc
         delay = state.retries.delay(retry, None)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -208,11 +217,11 @@ def _text(response: ModelResponse) -> str:
 
 
 def _usage_of(messages: Sequence[ModelMessage]) -> UsageNotes:
+    """What the answers among `messages` used, their cost included (a cost limit holds on a resumed run too)."""
     total = UsageNotes()
     for message in messages:
         if isinstance(message, ModelResponse):
-            usage = message.usage
-            total = total + UsageNotes(requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            total = total + paid_usage(message)
     return total
 
 

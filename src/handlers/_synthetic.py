@@ -18,7 +18,10 @@ event = system.execute("extract_event", {"message": "Team sync tomorrow"}).unwra
 1. `prepare` rewrites the schema for generation: local `$ref`s inlined (a recursive one at most
    `_DEPTH` times inside itself; deeper it becomes `false`, so an optional child stays out and a
    list of children ends), 2020-12 keywords (`prefixItems`, `dependentRequired`,
-   `dependentSchemas`) written the draft-7 way the generator reads.
+   `dependentSchemas`) written the draft-7 way the generator reads. A JSON Schema template's model
+   view describes a recursive `$ref` in words ("Recursive: the same structure as ..."), which would
+   accept anything while the template's validator follows the `$ref`: such a note becomes `false`,
+   for generating and for judging alike, so no answer puts a made-up value where it stands.
 2. `_plausible` proposes a whole instance (names, e-mails, dates, sentences, numbers in range); if
    the schema accepts it, that is the answer.
 3. Otherwise hypothesis-jsonschema supplies the simplest instance that the schema accepts (it
@@ -26,10 +29,11 @@ event = system.execute("extract_event", {"message": "Team sync tomorrow"}).unwra
    strategy, formats, bounds), and the proposal is laid over it one leaf at a time, each leaf kept
    only if the whole instance still validates.
 
-Validity is always judged by `jsonschema` on the schema as given, with atomtask's dialects (every
-format asserted, ECMA-like patterns). Hypothesis is imported only when step 3 runs; it keeps no
-example database, prints nothing, and writes nothing to disk (its storage folder points at a path
-that cannot be created while it runs). The same schema and seed give the same instance.
+Validity is always judged by `jsonschema` on the schema as given (recursion notes closed), with
+atomtask's dialects (every format asserted, ECMA-like patterns). Hypothesis is imported only when
+step 3 runs; it keeps no example database, prints nothing, and writes nothing to disk (its storage
+folder points at a path that cannot be created while it runs). The same schema and seed give the
+same instance.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ _DROPPED = frozenset(
      "$recursiveAnchor", "$recursiveRef", "unevaluatedItems", "minContains", "maxContains", "discriminator"}
 )  # fmt: skip
 
+_DEFINITIONS = frozenset({"$defs", "definitions"})
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"})
 
 
@@ -184,6 +189,40 @@ def _draft7(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+# What a model is sent where a JSON Schema template's recursive `$ref` was (`schemas.json_schema._views`,
+# `ModelView.inline`): the structure described in words, since the model view inlines every `$ref`.
+_RECURSION_NOTE: Final = re.compile(r"Recursive: the same structure as .+\.", re.DOTALL)
+
+
+def _closed(schema: Any) -> Any:
+    """`schema` with each recursion note of a template's model view made `false` (nothing fits there).
+
+    The note accepts anything, but the template's own validator follows the `$ref` it stands for and
+    holds the answer to the declared structure, which the note does not carry. An instance valid here
+    never goes where the note is (an optional child stays out, a list of children is empty, a `oneOf`
+    or `anyOf` takes another branch), so it is valid against the declared schema too.
+    """
+
+    def walk(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"description"} and isinstance(node["description"], str):
+            return False if _RECURSION_NOTE.fullmatch(node["description"]) else node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS | _DEFINITIONS and isinstance(value, dict):
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            elif key in _SCHEMA_LISTS | _SCHEMA_VALUES and isinstance(value, list):
+                out[key] = [walk(sub) for sub in value]
+            elif key in _SCHEMA_VALUES:
+                out[key] = walk(value)
+            else:
+                out[key] = value
+        return out
+
+    return walk(schema)
+
+
 @attrs.frozen(kw_only=True)
 class _Plan:
     """What one schema needs for every answer: its generator form and its validator."""
@@ -214,6 +253,7 @@ def _plan(schema: Any) -> _Plan:
 
 
 def _new_plan(key: str, schema: Any) -> _Plan:
+    schema = _closed(schema)
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls = validator_class(base, None)
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)

@@ -25,7 +25,9 @@ by path (a file per entry cost a create and a rename each: for 1,000 files, more
 check's own hashing and bookkeeping). Each is written to a temporary file and renamed into place, so
 concurrent checks never read half of one; it keeps the folder's entries this check did not make, as
 read at its start, while their files exist (two checks of one folder at once: the last one's entries
-stay, which are whole). An entry, or a folder's file, that cannot be read is ignored.
+stay, which are whole). An entry, or a folder's file, that cannot be read is ignored. The files hold
+what the declaration files declare and the findings' messages (which quote them), so they are written
+owner-only (0600), in folders created owner-only (0700).
 """
 
 from __future__ import annotations
@@ -163,7 +165,9 @@ class CheckCache:
         for path, entry in entries.items():
             by_folder.setdefault(os.path.dirname(path), {})[path] = entry
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            missing = [d for d in (self.directory, *self.directory.parents) if not d.exists()]
+            for new in reversed(missing):  # each new folder owner-only; existing ones keep their modes
+                new.mkdir(mode=0o700, exist_ok=True)
         except OSError:  # a cache that cannot be written (read-only, full) only makes the next check slower
             return
         for folder, made in by_folder.items():
@@ -198,7 +202,8 @@ class CheckCache:
         temporary = str(self.directory / f".{name.removesuffix('.json')}.{os.getpid()}.{next(_SEQUENCE)}.tmp")
         name = str(self.directory / name)
         try:
-            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            # Owner-only: an entry holds what a declaration file declares, and findings that quote it.
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 data = json.dumps({"folder": folder, "entries": pack}, ensure_ascii=False).encode("utf-8")
                 view = memoryview(data)

@@ -1,6 +1,6 @@
 """What `atomtask check` reports: findings, each under a stable code documented by a `Rule`, in a `CheckReport`.
 
-The workflow codes E110-E124 (`atomtask check --explain E113`) take their code and rule name from the
+The workflow codes E110-E125 (`atomtask check --explain E113`) take their code and rule name from the
 `WorkflowError` classes themselves, so a finding and its explanation cannot drift apart; here are
 their one-line summaries and examples, beside the rules of every other code.
 """
@@ -182,6 +182,18 @@ parameters are bound by name (no `*args`, `**kwargs` or positional-only ones), a
 Pydantic can validate.
 
     def fetch_order(order_id):            # E124 ... parameter 'order_id' has no type annotation ...
+""",
+    ),
+    "E125": (
+        "an expression is too long or nests too deep",
+        """
+An expression is read before any run, and the reading (and every later walk over it) must stay small:
+at most 10,000 characters, and at most 100 levels of nesting (brackets, `not`, `-`, `if ... else`, a
+chain of operators such as `1 + 1 + ...`, calls and methods). The finding points at the bracket or the
+term that goes too deep. Split the expression over steps (`set` an intermediate field), or flatten it:
+`a and b and c` is flat, `(a + (b + (c + ...)))` is not.
+
+    when: "not not not ... true"   # E125 ... nests more than 100 levels deep here ...
 """,
     ),
 }
@@ -389,7 +401,7 @@ twice, two MCP servers without a prefix, or a function named `final_result` (pyd
     tools: [shop.a:lookup, shop.b:lookup]   # E132 The tool name 'lookup' is used twice in template 'quote'
 """,
     ),
-    # -- E110-E124: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
+    # -- E110-E125: workflows, from the checks `WorkflowRegistry.register` runs ----------------------------------
     *(_rule(code, name, E, summary, text) for code, name, summary, text in WORKFLOW_RULE_TEXTS),
     # -- W1xx: what is read but not taken (or not enforced) as written -------------------------------------------
     _rule(

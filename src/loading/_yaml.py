@@ -46,6 +46,7 @@ __all__ = [
     "read_workflow",
     "validation_errors",
     "yaml_documents",
+    "yaml_problem",
 ]
 
 #: Makes the usage error of one mistake: `factory(message, location=...)` (an error class, or a partial of one).
@@ -474,13 +475,40 @@ def load_yaml_text(text: str, file: str = "<string>", *, errors: list[UsageError
         for doc, loader in yaml_documents(text, file):
             out.extend(_declarations(doc, loader, file, errors))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        location = SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        if "nesting depth" in problem and location is not None:  # libyaml's own limit, met before ours
+        problem, location = yaml_problem(exc, text, file)
+        if "nesting depth" in problem and location.line is not None:  # libyaml's own limit, met before ours
             raise too_deep(location, "YAML") from None
         raise TemplateError(f"Invalid YAML: {problem}.", location=location) from None
     return out
+
+
+def yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> tuple[str, SourceLocation]:
+    """What a PyYAML error says is wrong, and where in `text` (the file `file`), for every kind of `YAMLError`.
+
+    A character YAML refuses (a NUL, another control character: PyYAML's `ReaderError`, raised before any
+    parsing) is named with its code point and located by its offset, with the fix; a syntax error at its mark.
+    """
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and len(char) == 1 else None
+        offset = exc.position if isinstance(exc.position, int) and 0 <= exc.position <= len(text) else 0
+        if code is not None and (offset >= len(text) or ord(text[offset]) != code):
+            # libyaml counts bytes of the UTF-8 text, the pure-Python reader characters
+            offset = len(text.encode("utf-8", "surrogatepass")[: exc.position].decode("utf-8", "ignore"))
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        what = "a NUL character (U+0000)" if code == 0 else f"character U+{code:04X}" if code is not None else "a byte"
+        problem = (
+            f"{what}, which YAML does not allow in a file; delete it (a value that needs it is written as an "
+            "escape, `\\x..`, inside a double-quoted string)"
+        )
+        return problem, SourceLocation(file=file, line=line, column=column)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    location = (
+        SourceLocation(file=file, line=mark.line + 1, column=mark.column + 1) if mark else SourceLocation(file=file)
+    )
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    return problem, location
 
 
 def _declarations(doc: Any, loader: YamlLoader, file: str, errors: list[UsageError] | None = None) -> Declarations:

@@ -11,11 +11,15 @@ query is a fresh task run: no message history goes in, none is kept.
 (`IF NOT EXISTS`) and versioned with `PRAGMA user_version`, so a store opened again after a restart
 finds its documents. The full-text index is an external content FTS5 table kept in step by triggers;
 queries are built from arbitrary text by quoting each word, so quotes and FTS operators in the text are
-searched for, never interpreted.
+searched for, never interpreted. The file is created owner-only (`private_file`). A damaged file is a
+`ConfigurationError` naming it and the ways to recover (`PRAGMA quick_check` when it is opened, up to
+`QUICK_CHECK_MAX_BYTES`; any statement that meets damage later); a document whose row cannot be read is
+left out of searches and listings with a warning, and `get` of it is that `ConfigurationError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import attrs
 from atomtask._logs import get_logger
-from atomtask._paths import atomtask_home
+from atomtask._paths import atomtask_home, private_file
 from atomtask.errors import ConfigurationError, UsageError
 from atomtask.executors._prompts import render
 from atomtask.loading._template_registry import CompiledTemplate
@@ -132,6 +136,8 @@ MEMORY_DB_ENV = "ATOMTASK_MEMORY_DB"
 MEMORY_FILE = "memory.sqlite3"
 MAX_QUERY_TERMS = 32
 """Words of a query sent to FTS5 (the rest are ignored), so a pasted page does not make a huge query."""
+QUICK_CHECK_MAX_BYTES = 16 * 1024 * 1024
+"""Up to this size a store is checked when opened (`PRAGMA quick_check`: 25-40 ms for 16 MiB, measured)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -196,7 +202,8 @@ class DocumentStore:
     def __init__(self, path: str | Path | None = None) -> None:
         if path is None:
             path = default_memory_path()
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.exists():
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = str(path)
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
@@ -213,19 +220,27 @@ class DocumentStore:
     def add_many(self, documents: Iterable[DocumentLike]) -> int:
         """Store many documents in one transaction (one `executemany`); returns how many."""
         rows = [_row(d) for d in documents]
-        with self._lock, self._conn:
+        with self._lock, self._typed_errors(), self._conn:
             self._conn.executemany(_UPSERT, rows)
         return len(rows)
 
     def get(self, id: str) -> Document | None:
         """The document stored under `id`, or None."""
-        with self._lock:
+        with self._lock, self._typed_errors():
             row = self._conn.execute("SELECT id, text, metadata FROM documents WHERE id = ?", (id,)).fetchone()
-        return _document(row) if row is not None else None
+        if row is None:
+            return None
+        document = _document(row, self.path)
+        if document is None:
+            raise ConfigurationError(
+                f"Document {id!r} in memory store {self.path!r} is damaged (its row cannot be read); add it again "
+                "(`atomtask memory add`, `DocumentStore.add`) or remove it (`DocumentStore.remove`)."
+            )
+        return document
 
     def remove(self, id: str) -> bool:
         """Delete the document `id`; returns whether there was one."""
-        with self._lock, self._conn:
+        with self._lock, self._typed_errors(), self._conn:
             cursor = self._conn.execute("DELETE FROM documents WHERE id = ?", (id,))
         return cursor.rowcount > 0
 
@@ -234,27 +249,29 @@ class DocumentStore:
         match = fts_query(query)
         if match is None or limit <= 0:
             return []
-        with self._lock:
+        with self._lock, self._typed_errors():
             rows = self._conn.execute(
                 "SELECT d.id, d.text, d.metadata FROM documents_fts f JOIN documents d ON d.rowid = f.rowid "
                 "WHERE documents_fts MATCH ? ORDER BY f.rank LIMIT ?",
                 (match, limit),
             ).fetchall()
-        return [_document(row) for row in rows]
+        return [d for d in (_document(row, self.path) for row in rows) if d is not None]
 
     def ids(self) -> list[str]:
         """Every stored id, sorted."""
-        with self._lock:
-            return [row[0] for row in self._conn.execute("SELECT id FROM documents ORDER BY id")]
+        with self._lock, self._typed_errors():
+            return [
+                row[0] for row in self._conn.execute("SELECT id FROM documents ORDER BY id") if isinstance(row[0], str)
+            ]
 
     def tables(self) -> list[str]:
         """The names of the tables in the database (to check what the store writes)."""
-        with self._lock:
+        with self._lock, self._typed_errors():
             rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             return [row[0] for row in rows]
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._lock, self._typed_errors():
             (count,) = self._conn.execute("SELECT count(*) FROM documents").fetchone()
         return int(count)
 
@@ -262,9 +279,17 @@ class DocumentStore:
         return isinstance(id, str) and self.get(id) is not None
 
     def __iter__(self) -> Iterator[Document]:
-        with self._lock:
+        with self._lock, self._typed_errors():
             rows = self._conn.execute("SELECT id, text, metadata FROM documents ORDER BY id").fetchall()
-        return (_document(row) for row in rows)
+        return (d for d in (_document(row, self.path) for row in rows) if d is not None)
+
+    @contextlib.contextmanager
+    def _typed_errors(self) -> Iterator[None]:
+        """What SQLite says of a damaged or unusable file, as the `ConfigurationError` that names it and the fix."""
+        try:
+            yield
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _unusable(self.path, exc) from None
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -276,7 +301,14 @@ def _connect(path: str) -> sqlite3.Connection:
         )
     conn: sqlite3.Connection | None = None
     try:
+        if path != ":memory:":
+            private_file(path)  # owner-only from its first byte: it holds the user's documents
         conn = sqlite3.connect(path, check_same_thread=False)
+        conn.text_factory = _text  # a row whose text is not UTF-8 is one damaged document, not a failed query
+        if path != ":memory:" and os.path.getsize(path) <= QUICK_CHECK_MAX_BYTES:
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if problem != "ok":
+                raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise ConfigurationError(
@@ -289,19 +321,52 @@ def _connect(path: str) -> sqlite3.Connection:
     except BaseException as exc:
         if conn is not None:
             conn.close()
-        if not isinstance(exc, sqlite3.DatabaseError):
+        if not isinstance(exc, sqlite3.Error | UnicodeDecodeError | OSError):
             raise
         if "no such module: fts5" in str(exc):
             raise ConfigurationError(
                 f"This Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 full-text search, which the "
                 "memory system needs; use a Python built with a standard SQLite (FTS5 is on by default)."
             ) from exc
-        if isinstance(exc, sqlite3.OperationalError):
-            raise ConfigurationError(f"Cannot open {where}: {exc}. Check the path and its permissions.") from exc
-        raise ConfigurationError(
-            f"Cannot open {where}: {exc}. It is not an atomtask memory database; pass another path."
-        ) from exc
+        raise _unusable(path, exc) from None
     return conn
+
+
+#: What SQLite's errors about a damaged file say (an `OperationalError` may be damage or a locked, read-only file).
+_DAMAGE_WORDS = ("malformed", "decode", "corrupt", "vtable")
+
+
+class _Undecodable(bytes):
+    """The bytes of a text column that are not UTF-8: a damaged row, which `_document` leaves out."""
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _Undecodable(data)  # type: ignore[return-value]  # told apart from text by `_document`
+
+
+def _unusable(path: str, exc: BaseException) -> ConfigurationError:
+    """The error for a memory store SQLite cannot use (`exc`: what it said), naming the file and what to do."""
+    where = "the in-memory store" if path == ":memory:" else f"memory store {path!r}"
+    said = str(exc).encode("utf-8", "backslashreplace").decode()[:200]  # SQLite may quote undecodable bytes
+    damaged = isinstance(exc, UnicodeDecodeError) or (
+        isinstance(exc, sqlite3.DatabaseError)
+        and "not a database" not in said  # a file of another kind: not damaged, not ours
+        and (not isinstance(exc, sqlite3.OperationalError) or any(w in said for w in _DAMAGE_WORDS))
+    )
+    if damaged:
+        return ConfigurationError(
+            f"Cannot use {where}: it is damaged ({type(exc).__name__}: {said}). It holds your documents: restore "
+            f"it from a backup, or recover what is left (`sqlite3 {path} .recover | sqlite3 recovered.sqlite3`) and "
+            "pass that file (`--db`, `path=`); or delete it and add the documents again."
+        )
+    if isinstance(exc, sqlite3.OperationalError | OSError):
+        return ConfigurationError(f"Cannot open {where}: {said}. Check the path and its permissions.")
+    return ConfigurationError(
+        f"Cannot open {where}: {said}. It is not an atomtask memory database; pass another path (`--db`, `path=`)."
+    )
 
 
 def _row(document: DocumentLike) -> tuple[str, str, str]:
@@ -318,8 +383,20 @@ def _row(document: DocumentLike) -> tuple[str, str, str]:
     return (document.id, document.text, metadata)
 
 
-def _document(row: tuple[str, str, str]) -> Document:
-    return Document(id=row[0], text=row[1], metadata=json.loads(row[2]))
+def _document(row: tuple[Any, ...], path: str) -> Document | None:
+    """The document of a row, or None (with a warning) when the row is damaged: a column of the wrong type, metadata
+    that is not a JSON object."""
+    id_, text, metadata = row
+    try:
+        if not (isinstance(id_, str) and isinstance(text, str) and isinstance(metadata, str)):
+            raise TypeError("a column holds another type")
+        parsed = json.loads(metadata)
+        if not isinstance(parsed, dict):
+            raise TypeError("its metadata is not a JSON object")
+        return Document(id=id_, text=text, metadata=parsed)
+    except (TypeError, ValueError) as exc:
+        log.warning("memory_document_damaged", id=repr(id_)[:80], path=path, error=str(exc)[:200])
+        return None
 
 
 log = get_logger(__name__)

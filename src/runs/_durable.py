@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -56,9 +57,14 @@ from atomtask.runs._records import (
     RunStart,
     Segment,
     base_id,
+    check_run_id,
+    check_runnable,
+    corrupt_info,
     load_run,
     run_info,
     status_name,
+    unreadable,
+    workflow_statuses,
 )
 from atomtask.system._options import NO_OPTIONS, CallOptions
 from atomtask.system._results import StepVisit, TaskError, UsageNotes, WorkflowResult
@@ -168,8 +174,11 @@ class _Host:
     secrets: dict[str, Any] = attrs.field(factory=dict)
     #: The approvals (`step#visit`) the resumed segment has checkpoints of (`DbosJournal.decided`).
     decided: frozenset[str] = frozenset()
-    #: The approval (step, visit) the run was WAITING at when resumed (`DbosJournal.resumed_wait`).
+    #: The approval (step, visit) the run was WAITING at when resumed (`DbosJournal.resumed_wait`), and its topic.
     resumed_wait: tuple[str, int] | None = None
+    resumed_topic: str | None = None
+    #: The DBOS steps the resumed segment has recorded, by name (`DbosJournal.recorded`).
+    recorded: dict[str, int] = attrs.field(factory=dict)
     result: WorkflowResult[Any] | None = None
     done: threading.Event = attrs.field(factory=threading.Event)
 
@@ -197,6 +206,8 @@ async def _workflow_run(stored: dict[str, Any]) -> dict[str, Any]:
             on_waiting=host.on_waiting,
             decided=host.decided,
             resumed_wait=host.resumed_wait,
+            resumed_topic=host.resumed_topic,
+            recorded=host.recorded,
         )
         given = {name: host.secrets[name] for name in spec.redacted_inputs if name in host.secrets}
         result = await host.runner.run_async(
@@ -257,12 +268,15 @@ async def run(
 ) -> WorkflowResult[Any]:
     """Run workflow `name` durably under `run_id` (else a new one); the result carries the run id.
 
-    Raises before anything is stored: `WorkflowNotFoundError`, `RunExistsError` for an id already used.
+    Raises before anything is stored: `WorkflowNotFoundError`, `RunIdError` for an id no run can have (`~`, empty,
+    whitespace, ...: `check_run_id`), `RunExistsError` for an id already used.
     Run inputs that do not fit the state are a FAILED result (no run id), and nothing is stored either.
     A `Model` instance is not stored with the run: resume it with the same `model=` again. `base_url` (the
     endpoint the run's models are sent to; never a key) is stored, so a resume can use it again. `on_waiting`
     is told (run id, the wait: step, message) when the run stops to wait for an approval.
     """
+    if run_id is not None:
+        check_run_id(run_id)
     compiled = workflows.compiled(name)
     if expect is not None and not issubclass(compiled.state_cls, expect):
         raise ConfigurationError(
@@ -275,9 +289,13 @@ async def run(
     run_id = run_id or new_run_id()
     secrets = {name: value for name, value in inputs.items() if name in compiled.redacted_fields}
     await _open(db)
-    existing = await DBOS.get_workflow_status_async(run_id)
+    try:
+        with unreadable(run_id, "its status"), engine.store_errors():
+            existing = await DBOS.get_workflow_status_async(run_id)
+        segments = await load_run(run_id) if existing is not None else []
+    except CorruptCheckpointError:  # a record under that id, unreadable: the id is taken all the same
+        raise RunExistsError(run_id, "CORRUPT") from None
     if existing is not None:
-        segments = await load_run(run_id)
         raise RunExistsError(run_id, _info(run_id, segments).status if segments else status_name(existing))
     model = options.model
     settings = options.model_settings
@@ -368,11 +386,13 @@ async def resume(
     host.decided = frozenset(f"{c.step}#{c.visit}" for c in last.checkpoints)
     if info.waiting is not None:
         host.resumed_wait = (str(info.waiting.get("step")), int(info.waiting.get("visit", 1)))
+        host.resumed_topic = str(info.waiting.get("topic") or decisions.APPROVAL_TOPIC)
     with _hosts_lock:
         _hosts[run_id] = host
     try:
         log.info("run_resumed", run_id=run_id, after=info.current_step, retry=retry, migrations=list(plan.applied))
         if plan.start is None:
+            host.recorded = await decisions.recorded(last.workflow_id)
             await _resume_segment(run_id, last.workflow_id, host)
         else:
             update = {"run_id": run_id, "start": plan.start, "version": plan.version, "fingerprint": plan.fingerprint}
@@ -391,14 +411,33 @@ async def resume(
 
 
 async def _resume_segment(run_id: str, workflow_id: str, host: _Host) -> None:
-    """Hand DBOS workflow `workflow_id` back to this process (on its own queue) and wait for its end."""
-    await DBOS.register_queue_async(engine.resume_queue(), polling_interval_sec=0.05)
-    await DBOS.resume_workflow_async(workflow_id, queue_name=engine.resume_queue())
+    """Hand DBOS workflow `workflow_id` back to this process (on its own queue) and wait for its end.
+
+    `CorruptCheckpointError` when its DBOS record cannot run here (`check_runnable`), or DBOS leaves it queued
+    for `_START_WITHIN` seconds (this process's queue takes it within 0.05 s otherwise): never a wait for nothing.
+    """
+    with unreadable(run_id, "its status"), engine.store_errors():
+        check_runnable(run_id, await DBOS.get_workflow_status_async(workflow_id))
+    with engine.store_errors():
+        await DBOS.register_queue_async(engine.resume_queue(), polling_interval_sec=0.05)
+        await DBOS.resume_workflow_async(workflow_id, queue_name=engine.resume_queue())
+    queued_since = time.monotonic()
     while not await asyncio.to_thread(host.done.wait, 0.5):
         now = await DBOS.get_workflow_status_async(workflow_id)
         if now is not None and now.status in ("ERROR", "CANCELLED", "SUCCESS") and not host.done.is_set():
             ended = status_name(now)
             raise RunStateError(run_id, ended, f"Run {run_id!r} ended in another process ({ended}).")
+        if now is None or now.status != "ENQUEUED":
+            queued_since = time.monotonic()
+        elif time.monotonic() - queued_since > _START_WITHIN:
+            problem = (
+                f"DBOS left it queued for {_START_WITHIN:g}s: its record keeps it from running (a delay, a partition)"
+            )
+            raise CorruptCheckpointError(run_id, None, problem)
+
+
+#: How long a resumed segment may stay queued before `resume` gives up on DBOS starting it.
+_START_WITHIN = 30.0
 
 
 def _info(run_id: str, segments: list[Segment]) -> RunInfo:
@@ -407,37 +446,31 @@ def _info(run_id: str, segments: list[Segment]) -> RunInfo:
 
 
 async def list_runs(*, db: str | None = None, limit: int | None = None) -> list[RunInfo]:
-    """Every run in the store, the most recently started first."""
+    """Every run in the store, the most recently started first; one whose record cannot be read is CORRUPT.
+
+    Raises `RunStoreError` only for the store as a whole (it cannot be opened, or the database fails a read).
+    """
     await _open(db)
-    statuses = await DBOS.list_workflows_async(name=WORKFLOW_FUNCTION, sort_desc=True, limit=limit)
     runs: dict[str, list[Any]] = {}
-    for status in statuses:
-        runs.setdefault(base_id(status.workflow_id), []).append(status)
+    for status in await workflow_statuses(limit=limit):
+        runs.setdefault(base_id(str(status.workflow_id)), []).append(status)
     return [await _listed(run_id, group) for run_id, group in runs.items()]
 
 
 async def _listed(run_id: str, statuses: list[Any]) -> RunInfo:
-    """A run's line in the listing; a run whose checkpoints cannot be read is listed as CORRUPT, not skipped."""
+    """A run's line in the listing; a run whose record cannot be read is listed as CORRUPT, not skipped."""
     try:
-        return _info(run_id, await load_run(run_id, statuses))
+        segments = await load_run(run_id, statuses)
+        if not segments:  # only ids like `RUN_ID~x`, stored before `~` was refused in run ids
+            raise CorruptCheckpointError(run_id, None, "its DBOS workflows' ids name no run's segments")
+        return _info(run_id, segments)
     except CorruptCheckpointError as exc:
-        last = statuses[0]
-        spec = last.input["args"][0] if isinstance(last.input, dict) and last.input.get("args") else {}
-        return RunInfo(
-            run_id=run_id,
-            workflow=str(spec.get("workflow", "?")) if isinstance(spec, dict) else "?",
-            version=spec.get("version") if isinstance(spec, dict) else None,
-            status="CORRUPT",
-            current_step=exc.step,
-            usage=UsageNotes(),
-            updated_ms=last.updated_at,
-            created_ms=last.created_at,
-            error=exc.problem,
-        )
+        return corrupt_info(run_id, statuses, exc)
 
 
 async def show(run_id: str, *, db: str | None = None) -> RunInfo:
-    """One run with its checkpoints; `RunNotFoundError` for an unknown id."""
+    """One run with its checkpoints; `RunNotFoundError` for an unknown id, `RunIdError` for an id with `~` (a
+    segment's), `CorruptCheckpointError` for a run whose record cannot be read, `RunStoreError` for the store."""
     url = await _open(db)
     segments = await load_run(run_id)
     if not segments:
@@ -446,13 +479,26 @@ async def show(run_id: str, *, db: str | None = None) -> RunInfo:
 
 
 async def approve(
-    run_id: str, *, approved: bool = True, note: str | None = None, by: str | None = None, db: str | None = None
+    run_id: str,
+    *,
+    approved: bool = True,
+    note: str | None = None,
+    by: str | None = None,
+    db: str | None = None,
+    step: str | None = None,
 ) -> RunInfo:
     """Send the decision to run `run_id`, WAITING at an approval step; returns the run as it was.
 
+    The decision is for the step visit the run waits at, and for no other: it is sent on that visit's topic,
+    and recorded first, once per visit (a DBOS workflow `SEGMENT@STEP#VISIT` whose input is the decision,
+    created only if absent: of two `approve` calls, at once or one after the other, exactly one creates it).
     The run's own process goes on with it; a run whose process has gone gets it when resumed. Raises
-    `RunNotFoundError`, or `ApprovalError` when the run is not WAITING (nothing is sent).
+    `RunNotFoundError`, or `ApprovalError` when the run is not WAITING, waits at another step than `step` (when
+    given: a decision meant for one gate never reaches the next), or that visit was decided already (naming the
+    decision that stands; nothing more is sent).
     """
+    from dbos._error import DBOSWorkflowIDInUseError  # not exported by `dbos`: a "reject" start's refusal
+
     url = await _open(db)
     segments = await load_run(run_id)
     if not segments:
@@ -460,7 +506,41 @@ async def approve(
     info = _info(run_id, segments)
     if info.status != "WAITING":
         raise ApprovalError(run_id, status=info.status, step=info.current_step)
+    waiting = info.waiting or {}
+    if step is not None and waiting.get("step") != step:
+        raise ApprovalError(run_id, status=info.status, step=str(waiting.get("step")), expected=step)
+    step, visit = str(waiting.get("step")), int(waiting.get("visit", 1))
+    topic = str(waiting.get("topic") or decisions.APPROVAL_TOPIC)  # a run stored before topics were per visit
+    target = segments[-1].workflow_id
+    record = f"{target}@{step}#{visit}"
     message = decisions.decision(approved, note, by)
-    await DBOS.send_async(segments[-1].workflow_id, message, topic=decisions.APPROVAL_TOPIC)
-    log.info("run_decided", run_id=run_id, step=info.current_step, approved=approved)
+    try:
+        with SetWorkflowID(record, workflow_id_reuse_policy="reject"):
+            handle = await DBOS.start_workflow_async(_decision, message)
+    except DBOSWorkflowIDInUseError:
+        standing = await _standing(record)
+        # Delivered again under the same key (a no-op once sent): the `approve` that recorded it may have died.
+        await DBOS.send_async(target, standing, topic=topic, idempotency_key=record)
+        raise ApprovalError(run_id, status=info.status, step=step, decided=standing) from None
+    await handle.get_result()
+    await DBOS.send_async(target, message, topic=topic, idempotency_key=record)
+    log.info("run_decided", run_id=run_id, step=step, visit=visit, approved=approved)
     return info
+
+
+#: The name of the DBOS workflow that records the decision of one approval step visit (its input).
+DECISION_FUNCTION = "atomtask.approval_decision"
+
+
+@DBOS.workflow(name=DECISION_FUNCTION)
+async def _decision(message: dict[str, Any]) -> dict[str, Any]:
+    """The record of one approval's decision: its workflow id names the step visit, its input is the decision."""
+    return message
+
+
+async def _standing(record: str) -> dict[str, Any]:
+    """The decision recorded under `record` (the input of its `_decision` workflow)."""
+    found = await DBOS.list_workflows_async(workflow_ids=[record], load_output=False)
+    inputs = found[0].input if found else None
+    standing = inputs.get("args", [None])[0] if isinstance(inputs, dict) else None
+    return standing if isinstance(standing, dict) else {"approved": None}

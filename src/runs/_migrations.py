@@ -16,6 +16,9 @@ step while it still exists; `ResumeStepMissingError` otherwise).
 
 A migration's edits apply in this order, `convert` reading the state as it was before the migration:
 `rename`, `drop`, `set`, `convert`; a `call` function gets a copy of the old state and returns the new.
+A `convert` that fails in any way (a value that does not fit, a size limit of the expression language,
+even a `RecursionError` or `MemoryError`) is a `MigrationError` naming the field: `migrate` runs before
+the resume writes anything, so the stored run stays as it was.
 """
 
 from __future__ import annotations
@@ -198,7 +201,10 @@ def _apply(
         try:
             converted[field] = expr.evaluate({"state": old})
         except ExpressionRuntimeError as exc:
-            raise failed(field, f"`convert: {field}` ({expr.text}): {exc}") from None
+            raise failed(field, f"`convert: {field}` ({_clip(expr.text)}): {exc}") from None
+        except Exception as exc:  # MemoryError, RecursionError, ...: nothing is written, the run stays as it was
+            problem = f"`convert: {field}` ({_clip(expr.text)}) failed: {type(exc).__name__}"
+            raise failed(field, problem + (f": {exc}" if str(exc) else "")) from exc
     new = dict(old)
     moved = {source: new.pop(source) for source in migration.rename if source in new}
     new.update((migration.rename[source], value) for source, value in moved.items())
@@ -207,6 +213,12 @@ def _apply(
     new.update(copy.deepcopy(migration.set_))
     new.update(converted)
     return new
+
+
+def _clip(text: str) -> str:
+    """An expression for a message: whole when short, else its start."""
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _faults(workflow: CompiledWorkflow, values: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -9,36 +9,45 @@ Each process launches DBOS once, under its own executor id: DBOS recovers, at la
 workflows of its own executor id only, so no command resumes another process's run behind the
 user's back; a run resumes when `resume` asks for it. Checkpoints are stored as JSON (DBOS's portable
 serializer), never pickled: readable, and not tied to the classes of the process that wrote them.
+
+A store that cannot serve at all is a `RunStoreError`: at launch (a file that is not SQLite, a SQLite database
+of something else, one that fails `PRAGMA quick_check`, a server that does not answer) and on any later read
+(`store_errors`: a file damaged under a running process). A SQLite store file is created owner-only (0600).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import uuid
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from atomtask._logs import get_logger
-from atomtask._paths import atomtask_home
-from atomtask.errors import DurableRunsUnavailableError, RunStoreError
+from atomtask._paths import atomtask_home, private_file
+from atomtask.errors import AtomTaskError, DurableRunsUnavailableError, RunStoreError
 
 __all__ = [
     "APP_NAME",
     "APP_VERSION",
+    "database_error",
     "display_url",
     "launch",
     "resume_queue",
     "serializer",
     "shutdown",
+    "store_errors",
     "store_url",
     "using_loop",
+    "workflow_ids",
 ]
 
 log = get_logger(__name__)
@@ -59,12 +68,12 @@ def store_url(db: str | os.PathLike[str] | None = None) -> str:
     """The DBOS system database URL for `db`: a `postgresql://` or `sqlite:///` URL as given, a path as a SQLite file.
 
     Without `db`: `runs.sqlite` in `atomtask_home()` (`$ATOMTASK_HOME`, default `~/.local/share/atomtask`),
-    whose folder is created when missing. A SQLite file given by path must be in an existing folder
-    (`RunStoreError` otherwise), as the cache's is.
+    whose folder is created when missing (owner-only, 0700). A SQLite file given by path must be in an existing
+    folder (`RunStoreError` otherwise), as the cache's is.
     """
     if db is None:
         home = atomtask_home()
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
         return _sqlite(home / "runs.sqlite")
     text = os.fspath(db)
     if text.startswith(("postgresql://", "postgres://", "postgresql+")):
@@ -149,6 +158,9 @@ def launch(
             config["db_engine_kwargs"] = {"connect_args": {"factory": _UnflushedCommits}}
         try:
             if url.startswith("sqlite:///"):
+                # Created owner-only (0600) before SQLite or DBOS first opens it: SQLite gives its `-wal` and
+                # `-shm` the same mode, and runs hold their inputs and every step's state.
+                private_file(url.removeprefix("sqlite:///"))
                 _write_ahead(url.removeprefix("sqlite:///"))
             _quiet_dbos()
             dbos.DBOS(config=config)
@@ -195,11 +207,31 @@ def _quiet_dbos() -> None:
     logger.setLevel(logging.WARNING)
 
 
+class _NotARunStore(Exception):
+    """A SQLite file that is damaged (`PRAGMA quick_check`) or the database of something else."""
+
+    def __init__(self, problem: str, *, damaged: bool) -> None:
+        self.damaged = damaged
+        super().__init__(problem)
+
+
+def _damaged_fix(path: str) -> str:
+    return (
+        f"restore {path} from a backup, or copy out what SQLite can still read (`sqlite3 {path} .recover | sqlite3 "
+        "recovered.sqlite`) and give `--db recovered.sqlite`"
+    )
+
+
 def _store_error(url: str, exc: Exception) -> RunStoreError:
     """The typed error for a store that cannot be opened: where it is, what went wrong (one line), the fix."""
     shown = display_url(url)
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    if url.startswith("sqlite:///"):
+    if isinstance(exc, _NotARunStore):
+        fix = _damaged_fix(shown) if exc.damaged else "give `--db` a run store (or a new file), not another database"
+        return RunStoreError(shown, first, fix)
+    if url.startswith("sqlite:///") and "malformed" in first:
+        fix = _damaged_fix(shown)
+    elif url.startswith("sqlite:///"):
         fix = "give `--db` a SQLite run store (or a new file), or a `postgresql://` URL"
     else:
         fix = "check the URL, that the server is running and reachable, and the credentials"
@@ -209,17 +241,86 @@ def _store_error(url: str, exc: Exception) -> RunStoreError:
     return RunStoreError(shown, f"{type(exc).__name__}: {first}", fix)
 
 
-def _write_ahead(path: str) -> None:
-    """Put a SQLite store in WAL mode (kept in the file): a commit is one append, and `runs` reads while a run writes.
+#: The largest store file checked at each launch (~0.3 s with a warm cache); a larger one is left to the reads that
+#: meet its damage (`store_errors`).
+_QUICK_CHECK_UP_TO = 256 * 1024 * 1024
 
-    Commits stay synchronous (SQLite's default `synchronous=FULL`): a checkpoint is on disk before the next step
-    (a batch process launches with `flush_commits=False`).
+
+def _write_ahead(path: str) -> None:
+    """Check a SQLite store and put it in WAL mode (kept in the file): a commit is one append, and `runs` reads while a
+    run writes.
+
+    Checked first, so a damaged file is one `RunStoreError` at open rather than a driver error at whichever read
+    meets the damage: `PRAGMA quick_check` (every page and record, not the indexes' contents) on a file up to
+    `_QUICK_CHECK_UP_TO` bytes (measured: 6 ms for 1,000 runs, 4 MB; 0.1 s for 10,000; 0.16 s for 50,000, 190 MB),
+    and tables that are DBOS's (DBOS would add its own to any other SQLite database it is given). Commits stay
+    synchronous (SQLite's default `synchronous=FULL`): a checkpoint is on disk before the next step (a batch
+    process launches with `flush_commits=False`).
     """
     connection = sqlite3.connect(path)
     try:
+        if os.path.getsize(path) <= _QUICK_CHECK_UP_TO:
+            verdict = [str(row[0]) for row in connection.execute("PRAGMA quick_check(3)")]
+            if verdict != ["ok"]:
+                raise _NotARunStore(f"it is damaged (`PRAGMA quick_check`: {'; '.join(verdict)})", damaged=True)
+        tables = {str(row[0]) for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "workflow_status" not in tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise _NotARunStore(f"it is a SQLite database of something else (tables {shown})", damaged=False)
         connection.execute("PRAGMA journal_mode=WAL")
     finally:
         connection.close()
+
+
+def database_error(exc: BaseException) -> bool:
+    """Whether `exc` is the database's own (SQLAlchemy's or SQLite's): the store fails, not one run's record.
+
+    Text that is not UTF-8 in one row is that row's damage (SQLite reports it as an `OperationalError`).
+    """
+    import sqlalchemy.exc
+
+    if not isinstance(exc, (sqlalchemy.exc.DBAPIError, sqlite3.DatabaseError)):
+        return False
+    return "Could not decode to UTF-8" not in str(getattr(exc, "orig", None) or exc)
+
+
+@contextlib.contextmanager
+def store_errors(*, any_error: bool = False) -> Iterator[None]:
+    """Around calls on the launched store: a database error (a file damaged under a running process, a server gone)
+    is a `RunStoreError` naming the store and the fix, never the driver's exception; with `any_error`, so is any
+    other exception but atomtask's (a read the store must answer, whatever its rows hold)."""
+    try:
+        yield
+    except Exception as exc:
+        url = _launched_url
+        if url is None or isinstance(exc, AtomTaskError) or not (any_error or database_error(exc)):
+            raise
+        log.debug("run_store_call_failed", store=display_url(url), error=f"{type(exc).__name__}: {exc}")
+        raise _store_error(url, exc) from None
+
+
+def workflow_ids(name: str | None, *, prefix: str | None = None, limit: int | None = None) -> list[str]:
+    """The ids of the launched store's DBOS workflows of function `name` (any, None) whose id starts with `prefix`, the
+    latest first, read without decoding any other column.
+
+    What a listing falls back to when DBOS cannot decode one of its rows: DBOS decodes a whole listing at once, so
+    one bad row would hide every run. The one place atomtask reads DBOS's tables itself (through DBOS's own engine
+    and table, so PostgreSQL's schema is DBOS's).
+    """
+    import sqlalchemy as sa
+    from dbos._dbos import _get_dbos_instance
+
+    system = _get_dbos_instance()._sys_db
+    table = system.tables.workflow_status
+    query = sa.select(table.c.workflow_uuid).order_by(table.c.created_at.desc())
+    if name is not None:
+        query = query.where(table.c.name == name)
+    if prefix:
+        query = query.where(table.c.workflow_uuid.startswith(prefix, autoescape=True))
+    if limit:
+        query = query.limit(limit)
+    with system.engine.connect() as connection:
+        return [str(row[0]) for row in connection.execute(query)]
 
 
 class _UnflushedCommits(sqlite3.Connection):

@@ -169,17 +169,23 @@ def read_case_file(path: Path) -> CaseFile:
 def read_case_text(text: str, path: Path) -> CaseFile:
     """The cases of `text`, read from the file `path` (for locations and the default templates folder)."""
     file = str(path)
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)  # PyYAML's reader refuses a NUL or another control character here, before parsing
         doc = loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = _at(file, mark) if mark is not None else SourceLocation(file=file)
-        raise CasesFileError(f"Malformed YAML: {exc.problem or exc.context}; fix the syntax.", location=where) from None
     except yaml.YAMLError as exc:
-        raise CasesFileError(f"Malformed YAML: {exc}.", location=SourceLocation(file=file)) from None
+        from atomtask.loading._yaml import yaml_problem
+
+        problem, where = yaml_problem(exc, text, file)
+        fix = "" if isinstance(exc, yaml.reader.ReaderError) else "; fix the syntax"
+        raise CasesFileError(f"Malformed YAML: {problem}{fix}.", location=where) from None
+    except RecursionError:
+        raise CasesFileError(
+            "The cases file nests too deep to read; flatten its values.", location=SourceLocation(file=file)
+        ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return _Reader(file, loader.nodes).case_file(doc, path)
 
 

@@ -9,13 +9,21 @@ cannot reproduce (a provider error, a missing key, a limit) is refused, with the
 is left as it was. The rest of the file, its comments and its layout (flow or block style) stay as they
 are, byte for byte. PyYAML keeps no comments, so the file is edited as text at the lines of those keys
 (found from the composed YAML nodes), then read back and compared with what was recorded before it is
-written.
+written. A recording asks the model: the response cache is off for it.
+
+**Redacted values.** A template that a workflow's step runs to fill a `redact: true` state field (or
+whose parameter a step fills from one) records what would be redacted as `"[redacted]"`, the run
+store's marker: the value at each such answer path (in the recorded answers and in the `output:`
+written), and any text of a redacted parameter's value (or of such an answer value) that an answer
+quotes. The case then replays with the marker in place of the value. When it cannot (a redacted field
+that is not a string: the marker does not validate), the case is refused with the reason, and its
+answers are to be written by hand with a stand-in value.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +37,9 @@ if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
     from atomtask.system._results import TaskResult
     from atomtask.template_tests._replay import PreparedCase
+    from atomtask.workflows._compiled import CompiledStep
 
-__all__ = ["Recording", "record_case", "rewrite_cases"]
+__all__ = ["Recording", "Redaction", "record_case", "redaction_of", "rewrite_cases"]
 
 
 @attrs.frozen(kw_only=True)
@@ -45,6 +54,8 @@ class Recording:
     """The failure reason to write as `expect_failure` (a failed run of a case that expected nothing)."""
     refused: str | None = None
     """Why nothing of this case is written: its run failed in a way its answers do not reproduce."""
+    redacted: tuple[str, ...] = ()
+    """The `redact: true` fields (`workflow.field`) whose values were written as `"[redacted]"`."""
 
     def updates(self) -> dict[str, Any]:
         keys: dict[str, Any] = {"answers": list(self.answers)}
@@ -62,7 +73,8 @@ def record_case(
     import pydantic_core
 
     case = prepared.case
-    result = system.execute(case.template, case.inputs, model=model, model_settings=model_settings)
+    # Never from the cache (a hit has no answers to record), and nothing recorded goes into it.
+    result = system.execute(case.template, case.inputs, model=model, model_settings=model_settings, cache=False)
     compiled = prepared.compiled
     tool_mode = compiled.output_cls is not None and compiled.output_mode is OutputMode.TOOL
     answers: list[Any] = []
@@ -79,6 +91,13 @@ def record_case(
     if result.ok and no_expectation:  # a hand-written expectation is never rewritten
         output = pydantic_core.to_jsonable_python(result.parsedContent)
     recording = Recording(index=case.index, answers=tuple(answers), output=output, result=result)
+    hidden = redaction_of(system, case.template)
+    if hidden:
+        recording = _redacted(recording, hidden, case.inputs)
+        if recording.redacted and result.error is None:
+            unreplayed = _unreplayed(prepared, system, recording)
+            if unreplayed is not None:
+                return attrs.evolve(recording, refused=unreplayed)
     if result.error is None:
         return recording
     reason = result.error.reason.value
@@ -109,6 +128,172 @@ def _unreproduced(prepared: PreparedCase, system: TaskSystem, answers: Sequence[
     replayed = outcome.result.error if outcome.result is not None else None
     now = "complete" if replayed is None else f"fail with `{replayed.reason.value}`"
     return f"its {len(answers)} answer(s), replayed, {now}: the failure did not come from the model's answers"
+
+
+@attrs.frozen(kw_only=True)
+class Redaction:
+    """What of one template's runs workflows keep secret (`redact: true` fields), as `redaction_of` finds it."""
+
+    params: frozenset[str] = frozenset()
+    """The template's parameters some step fills from a redacted field."""
+    outputs: tuple[tuple[str, ...], ...] = ()
+    """The paths in the template's answer some step writes to a redacted field (`()`: the whole answer)."""
+    fields: tuple[str, ...] = ()
+    """Those redacted fields, as `workflow.field`."""
+
+    def __bool__(self) -> bool:
+        return bool(self.params or self.outputs)
+
+
+def redaction_of(system: TaskSystem, template: str) -> Redaction:
+    """What the workflows of `system` keep secret of `template`'s runs: the parameters their steps fill from a
+    `redact: true` field, and the answer paths they write to one."""
+    params: set[str] = set()
+    outputs: dict[tuple[str, ...], None] = {}
+    fields: dict[str, None] = {}
+    for name in system.workflows.names():
+        compiled = system.workflows.compiled(name)
+        hidden = compiled.redacted_fields
+        if not hidden:
+            continue
+        for step in _steps(compiled.steps):
+            if step.step.task != template:
+                continue
+            for field, parts in step.output_map:
+                if field in hidden:
+                    outputs[parts] = None
+                    fields[f"{name}.{field}"] = None
+            for param, value in step.inputs.items():
+                read = {ref.parts[0] for ref in value.all_refs() if ref.root == "state" and ref.parts} & hidden
+                if read:
+                    params.add(param)
+                    fields.update(dict.fromkeys(f"{name}.{field}" for field in sorted(map(str, read))))
+    return Redaction(params=frozenset(params), outputs=tuple(outputs), fields=tuple(fields))
+
+
+def _steps(steps: Sequence[CompiledStep]) -> Iterator[CompiledStep]:
+    for step in steps:
+        yield step
+        yield from _steps(step.members)
+
+
+def _redacted(recording: Recording, hidden: Redaction, inputs: Mapping[str, Any]) -> Recording:
+    """`recording` with the values `hidden` names replaced by the run store's marker, in its answers and output."""
+    import pydantic_core
+    from atomtask.runs._checkpoints import REDACTED
+
+    result = recording.result
+    values: list[Any] = [inputs[p] for p in sorted(hidden.params) if p in inputs]
+    found = pydantic_core.to_jsonable_python(result.parsedContent) if result.ok else None
+    for raw in (found, *(_parsed(a) for a in recording.answers)):
+        for path in hidden.outputs:
+            value = _at(raw, path)
+            if value is not attrs.NOTHING:
+                values.append(value)
+    if result.ok and found is None and () in hidden.outputs and result.content:
+        values.append(result.content)  # a text answer that fills a redacted field
+    texts = sorted({t for v in values for t in _texts(v) if t and t != REDACTED}, key=len, reverse=True)
+
+    def scrub(value: Any) -> Any:
+        return _scrub(value, texts, hidden.outputs, REDACTED)
+
+    answers = tuple(_scrub_answer(a, scrub) for a in recording.answers)
+    output = recording.output if recording.output is attrs.NOTHING else scrub(recording.output)
+    if answers == recording.answers and output == recording.output:
+        return recording
+    return attrs.evolve(recording, answers=answers, output=output, redacted=hidden.fields)
+
+
+def _unreplayed(prepared: PreparedCase, system: TaskSystem, recording: Recording) -> str | None:
+    """Why answers with the marker in place of a redacted value cannot be written: they no longer replay; else None."""
+    from atomtask.template_tests._replay import replay
+
+    case = attrs.evolve(
+        prepared.case,
+        answers=tuple(_answer(a) for a in recording.answers),
+        output=recording.output,
+        expect=(),
+        expect_subset=attrs.NOTHING,
+        expect_failure=None,
+    )
+    outcome = replay(attrs.evolve(prepared, case=case, predicates=()), system)
+    if outcome.passed:
+        return None
+    why = outcome.problems[0] if outcome.problems else "it fails"
+    return (
+        f"its answers fill redacted field(s) {', '.join(recording.redacted)}, and with `[redacted]` in place of the "
+        f"value they no longer replay ({why}); write this case's answers by hand, with a stand-in value"
+    )
+
+
+def _parsed(answer: Any) -> Any:
+    """A recorded answer's JSON value (its tool-call arguments or text, parsed), or None when it is not JSON."""
+    raw = next(iter(answer.values())) if isinstance(answer, dict) else answer
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return attrs.NOTHING
+        value = value[part]
+    return value
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in `value` (a JSON value), and the JSON text of every other leaf."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, str):
+        yield value
+    elif value is not None and not isinstance(value, bool):
+        yield json.dumps(value)
+
+
+def _scrub(value: Any, texts: Sequence[str], paths: Sequence[tuple[str, ...]], marker: str) -> Any:
+    """`value` (a JSON value) with each of `paths` set to `marker` and each of `texts` replaced by it in strings."""
+    if () in paths:
+        return marker
+    if isinstance(value, dict):
+        return {
+            key: _scrub(item, texts, [p[1:] for p in paths if p[:1] == (key,)], marker) for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub(item, texts, [], marker) for item in value]
+    if isinstance(value, str):
+        for text in texts:
+            value = value.replace(text, marker)
+        return value
+    if value is not None and not isinstance(value, bool) and json.dumps(value) in texts:
+        return marker
+    return value
+
+
+def _scrub_answer(answer: Any, scrub: Callable[[Any], Any]) -> Any:
+    """A recorded answer with redacted values replaced: as JSON where it is JSON (its other bytes kept when nothing
+    changed), as text otherwise."""
+    if isinstance(answer, dict):
+        [(kind, inner)] = answer.items()
+        return {kind: _scrub_answer(inner, scrub)}
+    if not isinstance(answer, str):
+        return scrub(answer)
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        return scrub(answer)
+    if not isinstance(parsed, dict | list):
+        return scrub(answer)
+    cleaned = scrub(parsed)
+    return answer if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
 
 
 def _answer(raw: Any) -> Answer:

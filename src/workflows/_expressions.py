@@ -22,11 +22,20 @@
                      (methods of str, see `METHODS`; the separator comes first: `", ".join(state.tags)`)
 
 The text is parsed with Python's `ast` (which only parses; nothing is executed) and every node that
-is not in the grammar above is refused, as is a name starting with `_` (`state._x`). Evaluation walks
-the tree here; there is no `eval`. One evaluation makes no str longer than `MAX_TEXT` characters, no
-list longer than `MAX_ITEMS` elements, and does at most `MAX_WORK` units of work (a node evaluated, or
-an element or character an operation goes through); past a limit it stops with an error naming the
-expression. A comprehension goes through its list once, so its work is bounded by the list's length.
+is not in the grammar above is refused, as is a name starting with `_` (`state._x`). Before that, a
+text longer than `MAX_LENGTH` (10,000) characters, or whose brackets nest deeper than `MAX_DEPTH` (100),
+is refused (`WorkflowExpressionLimitError`, E125, at the opener that goes too deep), and so is a tree
+deeper than `MAX_DEPTH` (`not not ...`, `1 + 1 + ...`, at the first node too deep): every later walk
+(the checks, the types, the evaluation) recurses, and stays well inside Python's recursion limit.
+
+Evaluation walks the tree here; there is no `eval`. One evaluation makes no str longer than `MAX_TEXT`
+(1,000,000) characters, no list longer than `MAX_ITEMS` (100,000) elements, no whole number longer than
+`MAX_INT_DIGITS` (4,300) digits, and does at most `MAX_WORK` (10,000,000) units of work (a node
+evaluated, or an element or character an operation goes through). A result's size is predicted before
+it is made where it could grow fast (`+` of two str or lists, `*` of whole numbers, `replace`, `join`;
+`*` and `%` never apply to str or lists, and there is no `**`, `format`, `ljust`, `center` or `zfill`);
+past a limit the evaluation stops with `ExpressionRuntimeError` naming the operation, the size and the
+limit. A comprehension goes through its list once, so its work is bounded by the list's length.
 
 When the workflow is registered, `expression_type` infers the type of an expression (an annotation)
 from the types of the paths it reads, and refuses what can only fail or is always false: comparing a
@@ -41,6 +50,7 @@ is a `str`.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import typing
 from collections.abc import Callable, Collection, Mapping
@@ -52,6 +62,7 @@ from atomtask.errors import (
     ExpressionRuntimeError,
     ExpressionTypeError,
     WorkflowExpressionError,
+    WorkflowExpressionLimitError,
     did_you_mean,
     near_names,
 )
@@ -75,7 +86,9 @@ from pydantic import BaseModel
 __all__ = [
     "FUNCTIONS",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_ITEMS",
+    "MAX_LENGTH",
     "MAX_TEXT",
     "MAX_WORK",
     "METHODS",
@@ -95,7 +108,12 @@ MAX_ITEMS = 100_000
 MAX_WORK = 10_000_000
 """The work one evaluation may do: one unit a node evaluated, and one an element or character an operation reads."""
 MAX_DEPTH = 100
-"""The deepest an expression's tree may nest (`((a + b) + c) + ...`): checking and evaluating it recurse."""
+"""The deepest an expression may nest (brackets, `not`, `((a + b) + c) + ...`): checking and evaluating it recurse."""
+MAX_LENGTH = 10_000
+"""The longest expression text, in characters: longer ones are refused before Python's parser reads them."""
+MAX_INT_DIGITS = 4_300
+"""The longest whole number one evaluation may make, in decimal digits (Python's own limit for printing one)."""
+_MAX_INT_BITS = math.ceil(MAX_INT_DIGITS * math.log2(10))
 MAX_DIGITS = 100
 """The most digits `round(x, digits)` rounds to (either way)."""
 
@@ -275,30 +293,91 @@ def parse_expression(text: str, *, roots: Collection[str] = ("state",), fields: 
         parse_expression("state.score < 7 and len(state.notes) > 0").paths[0].text  # 'state.score'
         ```
     """
+    _within_limits(text)
     # Wrapped in parentheses so that leading spaces and line breaks (YAML folded text) parse.
     try:
         tree = ast.parse("(" + text + "\n)", mode="eval").body
     except SyntaxError as exc:
         offset = max((exc.offset or 1) - 2, 0) if exc.lineno == 1 else None
-        raise _error(f"Invalid expression {text!r}: {exc.msg}.", offset) from None
-    except (RecursionError, MemoryError):
-        tree = None
-    if tree is None or _depth(tree) > MAX_DEPTH:
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise _error(f"The expression {shown!r} nests more than {MAX_DEPTH} deep; split it over steps.", None)
+        raise _error(f"Invalid expression {_shown(text)!r}: {exc.msg}.", offset) from None
+    except (RecursionError, MemoryError):  # CPython's own parser gave up: too deep, wherever it was
+        raise _too_deep(text, None) from None
+    deepest = _too_deep_at(tree)
+    if deepest is not None:
+        raise _too_deep(text, deepest)
     paths: list[PathRef] = []
     _Checker(text, set(roots), fields, paths).visit(tree)
     return Expression(text=text, tree=tree, paths=tuple(paths))
 
 
-def _depth(tree: ast.AST) -> int:
-    """How deep the tree nests (counted without recursion, so any depth can be measured)."""
-    deepest, pending = 0, [(tree, 1)]
+def _shown(text: str) -> str:
+    """`text` for a message: whole when short, else its start (a message never repeats a huge expression)."""
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _too_deep(text: str, offset: int | None) -> WorkflowExpressionLimitError:
+    offset = None if offset is not None and offset < 0 else offset
+    error = WorkflowExpressionLimitError(
+        f"The expression {_shown(text)!r} nests more than {MAX_DEPTH} levels deep"
+        f"{' here' if offset is not None else ''} (brackets, `not`, `-`, `if ... else`, chained operators, "
+        "calls); split it over steps (`set` an intermediate field), or flatten it (`a and b and c`)."
+    )
+    error.offset = offset
+    return error
+
+
+def _within_limits(text: str) -> None:
+    """Refuse, before Python parses it, a text over `MAX_LENGTH` or whose brackets nest deeper than `MAX_DEPTH`.
+
+    The bracket scan skips quoted strings and stops at the opener that goes too deep, so the error points
+    there; other deep shapes (`not not ...`, `1 + 1 + ...`) are measured on the tree, which a text of at
+    most `MAX_LENGTH` characters keeps small (or CPython's parser refuses, also reported here).
+    """
+    if len(text) > MAX_LENGTH:
+        error = WorkflowExpressionLimitError(
+            f"The expression {_shown(text)!r} is {len(text):,} characters long, over the limit of {MAX_LENGTH:,}; "
+            "split it over steps (`set` an intermediate field)."
+        )
+        error.offset = None
+        raise error
+    depth, index, end = 0, 0, len(text)
+    while index < end:
+        char = text[index]
+        if char in "'\"":
+            quote = char * 3 if text.startswith(char * 3, index) else char
+            index += len(quote)
+            while index < end and not text.startswith(quote, index):
+                index += 2 if text[index] == "\\" else 1
+            index += len(quote)
+            continue
+        if char in "([{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _too_deep(text, index)
+        elif char in ")]}":
+            depth -= 1
+        index += 1
+
+
+def _too_deep_at(tree: ast.AST) -> int | None:
+    """Where (an offset into the text) the leftmost node nested deeper than `MAX_DEPTH` starts, or the start of
+    the nearest node around it that has a place (an operator has none); -1 when that is not on the first line;
+    None when the tree is within the limit. Measured without recursion, so any depth can be."""
+    pending: list[tuple[ast.AST, int, int]] = [(tree, 1, 0)]
     while pending:
-        node, depth = pending.pop()
-        deepest = max(deepest, depth)
-        pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+        node, depth, at = pending.pop()
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            at = _offset(node) if line == 1 else -1
+        if depth > MAX_DEPTH:
+            return at
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _MARKS)]
+        pending.extend((child, depth + 1, at) for child in reversed(children))
+    return None
+
+
+# Nodes that only mark what their parent does (`+`, `and`, a read): leaves of no depth of their own.
+_MARKS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
 
 
 def _offset(node: ast.AST) -> int:
@@ -610,6 +689,15 @@ class _Evaluation:
             )
         self.charge(size)
 
+    def whole(self, node: ast.expr, bits: int) -> None:
+        """Refuse to make a whole number of `bits` bits when that may be over `MAX_INT_DIGITS` digits."""
+        if bits > _MAX_INT_BITS:
+            digits = math.floor((bits - 1) * math.log10(2)) + 1
+            raise ExpressionRuntimeError(
+                f"{self.named(node)} would make a whole number of about {digits:,} digits, over the limit of "
+                f"{MAX_INT_DIGITS:,}"
+            )
+
     def sized(self, node: ast.expr, value: Any) -> Any:
         """`value`, unless it is a str or list over the limits."""
         if isinstance(value, str):
@@ -671,7 +759,12 @@ class _Evaluation:
         left, right = self.value(node.left, env), self.value(node.right, env)
         symbol = SYMBOLS[type(node.op)]
         if _number(left) and _number(right):
-            return _BINARY[type(node.op)](left, right)
+            if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
+                self.whole(node, left.bit_length() + right.bit_length())
+            result = _BINARY[type(node.op)](left, right)
+            if isinstance(result, int) and result.bit_length() > _MAX_INT_BITS:  # `+`, `-`: one bit more at most
+                self.whole(node, result.bit_length())
+            return result
         if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
             self.within(node, len(left) + len(right), MAX_TEXT, "a str", "characters")
             return left + right

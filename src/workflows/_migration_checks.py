@@ -12,8 +12,13 @@ what the migrations themselves say about older versions:
   before it (as far as can be known: the older schemas are not declared);
 - a field is written once per migration, and not dropped where it is renamed;
 - `set` values validate against their field's type (pydantic's message when not), and a `convert`
-  expression is in the expression language (E112) with a type that fits, where the field's type is
+  expression is in the expression language (E112, E125) with a type that fits, where the field's type is
   the current one;
+- a `convert` expression is type-checked against the state of the version it migrates from, as far as
+  that is known (`_source_types`): a field the migrations carry unchanged to the current version held a
+  value of its current type (when that reads the same once recorded as JSON: str, numbers, bool, lists
+  of them), so `state.title * 10000000000` over a `str` title is refused here, not at resume; fields of
+  unknown type read as `Any`, and the resume refuses what does not fit the recorded values;
 - `resume_at` names a step, and `call` imports a function from an `importable` package.
 """
 
@@ -36,8 +41,8 @@ from atomtask.schemas._sources import import_callable
 from atomtask.system._workflows import Migration, Workflow
 from atomtask.workflows._compiled import CompiledMigration
 from atomtask.workflows._context import Problems
-from atomtask.workflows._expressions import Expression, expression_type, parse_expression
-from atomtask.workflows._types import a_describe, compatible, describe
+from atomtask.workflows._expressions import Expression, PathRef, expression_type, parse_expression
+from atomtask.workflows._types import a_describe, compatible, describe, item_type, kinds, walk
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = ["check_migrations", "migration_chain"]
@@ -94,7 +99,8 @@ def check_migrations(
         _check_fields(problems, migration, path, fields, later, before)
         exact = {f for f in fields if not any(f in _writes(m) or f in _removes(m) for m in later)}
         _check_sets(problems, migration, path, fields, exact)
-        convert = _check_converts(problems, migration, path, fields, exact, before)
+        source = _source_types(migration, later, fields)
+        convert = _check_converts(problems, migration, path, fields, exact, before, source)
         if migration.resume_at is not None:
             _check_resume_at(problems, workflow, migration, path)
         call = _import_call(problems, migration, path, models) if migration.call is not None else None
@@ -234,6 +240,51 @@ def _check_sets(problems: Problems, migration: Migration, path: str, fields: dic
             )
 
 
+def _plain(annotation: Any) -> Any | None:
+    """`annotation` when a recorded (JSON) value of it reads as its type does in an expression: a str, number,
+    bool, null, a literal of those, or a list of them; None otherwise (a date is a str once recorded, a
+    class a dict: only the run can tell)."""
+    found = kinds(annotation)
+    if found <= {"str", "number", "bool", "none"}:
+        return annotation
+    element = item_type(annotation)
+    if found <= {"list", "none"} and element is not None and _plain(element) is not None:
+        return annotation
+    return None
+
+
+def _source_types(migration: Migration, later: list[Migration], fields: dict[str, Any]) -> dict[str, Any]:
+    """The type of each field of version `migration.from_` that can be known, by its name.
+
+    The older schemas are not declared, but a field that `migration` and the migrations after it carry to
+    the current version unchanged (or only rename) must have held a value of its current type, or the
+    migrated state would not validate; its type is taken from the current state. A field one of them
+    writes (`set`, `convert`, a `rename` target) or drops is unknown, and a `call` on the way hides all.
+    """
+    known = {name: _plain(field.annotation) for name, field in fields.items()}
+    for step in reversed([migration, *later]):
+        if step.call is not None:
+            return {}
+        unknown = set(_writes(step)) | set(step.drop)
+        older = {name: annotation for name, annotation in known.items() if name not in unknown}
+        older.update((old, known.get(new)) for old, new in step.rename.items())
+        known = older
+    return {name: annotation for name, annotation in known.items() if annotation is not None}
+
+
+def _source_path_type(source: dict[str, Any], ref: PathRef) -> Any:
+    """The type of `ref` in the older version: `Any` unless its field's type is known (`_source_types`)."""
+    if ref.field is None or ref.field not in source:
+        return Any
+    current = source[ref.field]
+    for part in ref.parts[1:]:
+        try:
+            current = walk(current, part)
+        except LookupError:
+            return Any  # the older schema may have differed there: the run decides
+    return current
+
+
 def _check_converts(
     problems: Problems,
     migration: Migration,
@@ -241,6 +292,7 @@ def _check_converts(
     fields: dict[str, Any],
     exact: set[str],
     before: list[Migration],
+    source: dict[str, Any],
 ) -> tuple[tuple[str, Expression], ...]:
     gone = set.intersection(*(_removes(m) for m in before)) if before else set()
     found: list[tuple[str, Expression]] = []
@@ -263,12 +315,16 @@ def _check_converts(
             )
             continue
         found.append((field, expr))
-        if field not in exact:
-            continue
         try:
-            value_type = expression_type(expr, lambda ref: Any)
+            value_type = expression_type(expr, lambda ref: _source_path_type(source, ref))
         except ExpressionTypeError as exc:
-            problems.add(_Error, prefix + exc.message, where, offset=exc.offset)
+            read = sorted(
+                {f"`state.{ref.field}` ({describe(source[ref.field])})" for ref in expr.paths if ref.field in source}
+            )
+            known = f" In version {migration.from_!r}: {', '.join(read)}." if read else ""
+            problems.add(_Error, prefix + exc.message + known, where, offset=exc.offset)
+            continue
+        if field not in exact:
             continue
         if not compatible(value_type, fields[field].annotation):
             problems.add(

@@ -8,15 +8,18 @@ raises for a run that failed: the result is FAILED, with the state as it was, ev
 cost. The implementation is async; `run` is a thin synchronous wrapper (`handlers._blocking.run_blocking`,
 as `execute` uses: inside a running event loop the run goes on a worker thread).
 
-The runner knows nothing of storage: the seam for durable runs is a `StepJournal`. Given one, the
-runner hands it every top-level step (a task, a sub-workflow, a `for_each` or a `parallel` group)
+The runner knows nothing of storage: the seam for durable runs is a `StepJournal` (`_steps`). Given one,
+the runner hands it every top-level step (a task, a sub-workflow, a `for_each` or a `parallel` group)
 together with the call that runs it; the journal either runs the call and records its outcome, or
 returns the outcome it recorded before (a resumed run), marked `replayed` so the runner counts that
-step's usage against the run's limits without paying for it again. `atomtask.runs` implements it on a
-durable-execution engine. An approval step (`type: approval`) goes to the journal too: only a durable
-run can wait for a person's decision (across processes, for hours); without one the step fails and
-says so. A `Start` begins a run elsewhere than at its first step with its run inputs: a run resumed
-into another version of its workflow goes on from its migrated state, after its last completed step.
+step's usage against the run's limits without paying for it again. The call is given the journal of
+the visit's units: each `for_each` element, `parallel` member and sub-workflow step is recorded on
+its own (`_steps`), so a step killed half-way pays again only for its units in flight.
+`atomtask.runs` implements it on a durable-execution engine. An approval step (`type: approval`)
+goes to the journal too: only a durable run can wait for a person's decision (across processes, for
+hours); without one the step fails and says so. A `Start` begins a run elsewhere than at its first
+step with its run inputs: a run resumed into another version of its workflow goes on from its
+migrated state, after its last completed step.
 
 Without tracing and without a journal, a step is awaited directly: no frame only forwards it.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 from atomtask._logs import get_logger
@@ -49,6 +52,7 @@ from atomtask.workflows._state import initial_state, write_state
 from atomtask.workflows._steps import (
     Attempted,
     RunContext,
+    StepJournal,
     run_attempts,
     run_fail,
     run_group,
@@ -58,29 +62,7 @@ from atomtask.workflows._steps import (
 )
 from pydantic import BaseModel
 
-__all__ = ["Journaled", "Start", "StepJournal", "WorkflowRunner", "unjournaled_approval"]
-
-
-@attrs.frozen(kw_only=True)
-class Journaled:
-    """A step's outcome through a journal: `replayed` when it was recorded before and not run again."""
-
-    attempted: Attempted
-    replayed: bool = False
-
-
-class StepJournal(Protocol):
-    """Runs (or replays) one top-level step of a run; the runner calls it in the order the steps run."""
-
-    async def step(
-        self, step: CompiledStep, visit: int, state: BaseModel, run: Callable[[], Awaitable[Attempted]]
-    ) -> Journaled:
-        """The outcome of visit `visit` of `step` on `state`: `await run()`'s, recorded, or the one recorded before."""
-        ...
-
-    async def approval(self, step: CompiledStep, visit: int, state: BaseModel) -> Journaled:
-        """An approval step: wait for the decision (or its timeout); its outcome writes it to the step's `output`."""
-        ...
+__all__ = ["Start", "WorkflowRunner", "unjournaled_approval"]
 
 
 def unjournaled_approval(step: CompiledStep, visit: int) -> Attempted:
@@ -214,9 +196,14 @@ class WorkflowRunner:
         return self._finish(compiled, state, visits, failure, started)
 
     def _child(
-        self, compiled: CompiledWorkflow, inputs: Mapping[str, Any], options: CallOptions, budget: Budget
+        self,
+        compiled: CompiledWorkflow,
+        inputs: Mapping[str, Any],
+        options: CallOptions,
+        budget: Budget,
+        journal: StepJournal | None,
     ) -> Awaitable[WorkflowResult[Any]]:
-        return self._traced(compiled, self._run(compiled, inputs, options, budget))
+        return self._traced(compiled, self._run(compiled, inputs, options, budget, journal=journal))
 
     def _traced(
         self, compiled: CompiledWorkflow, run: Awaitable[WorkflowResult[Any]]
@@ -358,11 +345,14 @@ async def _ready(attempted: Attempted) -> Attempted:
 async def _journaled(
     ctx: RunContext, step: CompiledStep, state: BaseModel, visit: int, journal: StepJournal
 ) -> Attempted:
-    """The step run through `journal`: a step it replays counts against the run's limits again, unpaid."""
+    """The step run through `journal` (its units through the journal of the visit's units): a step it replays
+    counts against the run's limits again, unpaid."""
     if step.step.kind == "approval":
         done = await journal.approval(step, visit, state)
     else:
-        done = await journal.step(step, visit, state, lambda: _step_run(ctx, step, state, visit))
+        done = await journal.step(
+            step, visit, state, lambda units: _step_run(attrs.evolve(ctx, units=units), step, state, visit)
+        )
     if done.replayed:
         ctx.budget.spend(sum((v.usage for v in done.attempted.visits), UsageNotes()))
     return done.attempted

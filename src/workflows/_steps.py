@@ -10,13 +10,20 @@ happens next. A code step (`call:`) validates its inputs into the function's par
 function (again after an exception, up to `retries` more times) and validates what it returns into the
 return type; an exception or a timeout fails the visit as `code_error`, with the exception's type and
 message in its record.
+
+In a durable run each step visit's units are journaled one by one (`StepJournal.units`): every
+`for_each` element, every `parallel` member, and every top-level step of a sub-workflow (its own
+`StepJournal.within`), so a run killed in the middle of a step pays again only for the units that
+were in flight. Their ids are drawn before any of them starts, in a fixed order (element index,
+member declaration order), whatever order concurrency finishes them in. A unit that would write a
+`redact: true` field is not journaled (its value is never stored): it runs again on resume.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 from atomtask._logs import get_logger
@@ -31,6 +38,7 @@ from atomtask.system._results import (
     TaskError,
     TaskResult,
     TaskStatus,
+    UsageNotes,
     WorkflowResult,
 )
 from atomtask.workflows._calls import run_call
@@ -39,12 +47,72 @@ from atomtask.workflows._expressions import read_path
 from atomtask.workflows._state import write_state
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["Attempted", "RunContext", "run_attempts", "run_fail", "run_group", "run_items", "run_sets", "skipped"]
+__all__ = [
+    "Attempted",
+    "Journaled",
+    "RunContext",
+    "StepJournal",
+    "Unit",
+    "run_attempts",
+    "run_fail",
+    "run_group",
+    "run_items",
+    "run_sets",
+    "skipped",
+]
 
 log = get_logger(__name__)
 _T = TypeVar("_T")
-#: Runs a sub-workflow: (compiled, inputs, the options it runs with, its budget) -> its result.
-ChildRunner = Callable[[CompiledWorkflow, Mapping[str, Any], CallOptions, Budget], Awaitable[WorkflowResult[Any]]]
+
+
+@attrs.frozen(kw_only=True)
+class Journaled:
+    """A step's (or unit's) outcome through a journal: `replayed` when it was recorded before and not run again."""
+
+    attempted: Attempted
+    replayed: bool = False
+
+
+class Unit(Protocol):
+    """One unit of a step visit, its place in the journal drawn already: runs `run` once, or gives its record back."""
+
+    async def __call__(self, run: Callable[[], Awaitable[Attempted]]) -> Journaled: ...
+
+
+class StepJournal(Protocol):
+    """Runs (or replays) the steps of one walk, and the units of one step visit; called in the order they run.
+
+    The runner hands it each top-level step (and, through `within`, each step of a sub-workflow); a step's
+    run is given the journal of that visit's units (`units`), or None when they are not journaled one by one.
+    """
+
+    async def step(
+        self,
+        step: CompiledStep,
+        visit: int,
+        state: BaseModel,
+        run: Callable[[StepJournal | None], Awaitable[Attempted]],
+    ) -> Journaled:
+        """The outcome of visit `visit` of `step` on `state`: `await run(units)`'s, recorded, or the one recorded."""
+        ...
+
+    async def approval(self, step: CompiledStep, visit: int, state: BaseModel) -> Journaled:
+        """An approval step: wait for the decision (or its timeout); its outcome writes it to the step's `output`."""
+        ...
+
+    def units(self, names: Sequence[str]) -> list[Unit]:
+        """The units `names` of this step visit, their places drawn now, in this order (before any of them runs)."""
+        ...
+
+    def within(self, name: str, compiled: CompiledWorkflow) -> StepJournal:
+        """The journal of a sub-workflow (`compiled`) run in this step visit, its records named under `name`."""
+        ...
+
+
+#: Runs a sub-workflow: (compiled, inputs, the options it runs with, its budget, its journal) -> its result.
+ChildRunner = Callable[
+    [CompiledWorkflow, Mapping[str, Any], CallOptions, Budget, StepJournal | None], Awaitable[WorkflowResult[Any]]
+]
 
 
 @attrs.define
@@ -56,6 +124,8 @@ class RunContext:
     options: CallOptions
     budget: Budget
     run_child: ChildRunner
+    #: The journal of the current step visit's units (durable runs), None inside a unit or without a journal.
+    units: StepJournal | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -111,7 +181,7 @@ async def run_attempts(
             _log_failed(ctx, step, over)
             return Attempted(visits=visits, failure=over, terminal=True)
         log.info("step_started", workflow=ctx.compiled.name, step=step.id, visit=visit, attempt=attempt, item=index)
-        result, child = await _call(ctx, step, inputs, retry_model)
+        result, child = await _call(ctx, step, inputs, retry_model, attempt)
         usage = result.notes.usage if result is not None else child.usage if child is not None else None
         if result is not None and usage is not None:
             ctx.budget.spend(usage)  # a sub-workflow's calls were counted by its own budget
@@ -266,15 +336,20 @@ def _fit(value: Any, annotation: Any) -> Any:
 
 
 async def _call(
-    ctx: RunContext, step: CompiledStep, inputs: dict[str, Any], retry_model: str | None
+    ctx: RunContext, step: CompiledStep, inputs: dict[str, Any], retry_model: str | None, attempt: int = 0
 ) -> tuple[TaskResult[Any] | None, WorkflowResult[Any] | None]:
     asked = ctx.options if retry_model is None else CallOptions(model=retry_model).over(ctx.options)
     if step.child is not None:  # the sub-workflow's own steps and workflow decide the rest
         child_budget = Budget(limits=step.child.workflow.limits, parent=ctx.budget)
         options = asked.over(CallOptions(model=step.step.model))
-        return None, await ctx.run_child(step.child, inputs, options, child_budget)
+        journal = None  # its steps journaled one by one, unless what it gives back goes to a redacted field
+        if ctx.units is not None and not _secret(ctx, step):
+            journal = ctx.units.within(f"retry{attempt}" if attempt else "", step.child)
+        return None, await ctx.run_child(step.child, inputs, options, child_budget, journal)
     assert step.step.task is not None
     options = CallOptions(limits=ctx.budget.remaining()).over(asked).over(step.options).over(ctx.compiled.options)
+    if _secret(ctx, step):  # the answer holds a `redact: true` value: the response cache never stores it
+        options = CallOptions(cache=False).over(options)
     return await ctx.executor.execute_async(step.step.task, inputs, options), None
 
 
@@ -384,13 +459,19 @@ async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit
     bare = attrs.evolve(step, output_map=(), sets=())  # items only answer; the step writes once, after
     keep_going = step.step.on_failure.action == "continue"
     stopped = False
+    inner = attrs.evolve(ctx, units=None)  # an element is one unit: nothing inside it is journaled apart
+    units = ctx.units.units([str(i) for i in range(len(items))]) if ctx.units and not _secret(ctx, step) else None
 
     async def one(index: int, item: Any) -> Attempted | None:
         nonlocal stopped
         async with gate:
             if stopped:
                 return None  # an earlier element failed: this one is not started
-            attempted = await run_attempts(ctx, bare, state, visit, item=item, index=index)
+
+            def run() -> Awaitable[Attempted]:
+                return run_attempts(inner, bare, state, visit, item=item, index=index)
+
+            attempted = await run() if units is None else _counted(ctx, await units[index](run))
             if attempted.failure is not None and (attempted.terminal or not keep_going):
                 stopped = True
             return attempted
@@ -419,8 +500,24 @@ async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit
 
 async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visit: int) -> Attempted:
     """A `parallel` group: every member at once on the same state; joined in declaration order."""
+    inner = attrs.evolve(ctx, units=None)  # a member is one unit: nothing inside it is journaled apart
+    journaled = [m.id for m in group.members if not _secret(ctx, m)]
+    units = dict(zip(journaled, ctx.units.units(journaled), strict=True)) if ctx.units is not None else {}
 
     async def one(member: CompiledStep) -> Attempted:
+        unit = units.get(member.id)
+        if unit is None:
+            return await member_run(member)
+        done = await unit(lambda: member_run(member))
+        if not done.replayed or not done.attempted.writes:
+            return _counted(ctx, done)
+        try:  # recorded by an earlier process: validated into this run's state now, as the member did
+            return attrs.evolve(_counted(ctx, done), state=write_state(state, done.attempted.writes))
+        except StateWriteError as exc:
+            failure = _write_failure(member, exc)
+            return Attempted(visits=done.attempted.visits, failure=failure, terminal=True)
+
+    async def member_run(member: CompiledStep) -> Attempted:
         try:
             skip = member.when is not None and not member.when.evaluate({"state": state})
         except ExpressionRuntimeError as exc:
@@ -430,8 +527,8 @@ async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visi
         if skip:
             return Attempted(visits=[skipped(member, visit)])
         if member.for_each is not None:
-            return await run_items(ctx, member, state, visit)
-        return await run_attempts(ctx, member, state, visit)
+            return await run_items(inner, member, state, visit)
+        return await run_attempts(inner, member, state, visit)
 
     done = await _gather([one(member) for member in group.members])
     visits = [v for attempted in done for v in attempted.visits]
@@ -450,6 +547,19 @@ async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visi
     if failed is None:
         return Attempted(visits=visits, writes=writes, state=new)
     return Attempted(visits=visits, writes=writes, state=new, failure=failed.failure, terminal=failed.terminal)
+
+
+def _secret(ctx: RunContext, step: CompiledStep) -> bool:
+    """Whether `step` writes a `redact: true` field: its units are not journaled and its answers not cached (their
+    records would hold it)."""
+    return not ctx.compiled.redacted_fields.isdisjoint(step.writes)
+
+
+def _counted(ctx: RunContext, done: Journaled) -> Attempted:
+    """A unit's outcome; one recorded before (not run again) counts against the run's limits again, unpaid."""
+    if done.replayed:
+        ctx.budget.spend(sum((v.usage for v in done.attempted.visits), UsageNotes()))
+    return done.attempted
 
 
 async def _gather(runs: list[Awaitable[_T]]) -> list[_T]:

@@ -29,8 +29,8 @@ async def test_without_retry_after_the_pause_is_the_default() -> None:
 
 
 async def test_tokens_taken_up_front_follow_the_average() -> None:
-    """An item takes the average tokens per item from the `tpm` bucket, at most the bucket's size."""
-    pacer = Pacer(tpm=1000)
+    """An item takes the average tokens per item from the `tpm` bucket (here 1,000 tokens: a second's share)."""
+    pacer = Pacer(tpm=60_000)
     assert 1.0 == await pacer.before_item()
     await pacer.after_item(300, 1.0)
     await pacer.after_item(100, 0.0)
@@ -52,9 +52,8 @@ def test_budget_says_what_was_reached() -> None:
 
 
 async def test_rpm_holds_items_beyond_the_rate() -> None:
-    """With `rpm=2` two items start at once; the third waits for the bucket to drain (about 30 s)."""
+    """With `rpm=2` one item starts at once; the second waits for the bucket to drain (30 s)."""
     pacer = Pacer(rpm=2)
-    await pacer.before_item()
     await pacer.before_item()
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(pacer.before_item(), timeout=0.2)

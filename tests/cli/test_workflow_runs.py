@@ -234,3 +234,43 @@ def test_ctrl_c_in_a_durable_run_names_the_run_to_resume_and_exits_130(
     )
     assert 0 == resumed.returncode, resumed.stderr
     assert "two" == json.loads(resumed.stdout)["again"]
+
+
+def test_a_run_id_with_a_tilde_is_refused_before_its_line_and_show_of_one_names_its_run(
+    folder: str, db: list[str]
+) -> None:
+    """`--run-id q~2`: exit 2 before any run line, nothing stored; `show`/`resume q~2` say it is segment 2 of `q`."""
+    argv = ["workflow", "run", "echo_twice", "-i", "word=w", *db, "--templates", folder]
+    code, _, err = run([*argv, "--run-id", "q~2"])
+    assert 2 == code
+    assert "atomtask: run q~2" not in err
+    assert "Run id 'q~2' cannot be used: `~` separates a run from its later segments" in err
+    assert [] == _listed(db, folder)
+    assert 0 == run([*argv, "--run-id", "q"])[0]
+    for action in ("show", "resume"):
+        code, _, err = run(["workflow", action, "q~2", *db, "--templates", folder])
+        assert 2 == code, err
+        assert "'q~2' names segment 2 of run 'q'" in err
+        assert f"`atomtask workflow {action} q`" in err
+
+
+def test_runs_lists_a_run_whose_row_cannot_be_read_as_corrupt_beside_the_others(folder: str, db: list[str]) -> None:
+    """A status row DBOS cannot decode: `runs` exits 0 with that run CORRUPT, the other COMPLETE; `show` exits 2."""
+    import contextlib
+    import sqlite3
+
+    for run_id in ("fine", "broken"):
+        argv = ["workflow", "run", "echo_twice", "-i", "word=w", "--run-id", run_id, *db, "--templates", folder]
+        assert 0 == run(argv)[0]
+    from atomtask.runs import _store
+
+    _store.shutdown()
+    with contextlib.closing(sqlite3.connect(db[1], isolation_level=None)) as connection:
+        connection.execute("UPDATE workflow_status SET authenticated_roles = 'not json' WHERE workflow_uuid = 'broken'")
+    code, listed, err = run(["workflow", "runs", *db, "--templates", folder])
+    assert 0 == code, err
+    statuses = {line.split()[0]: line.split()[3] for line in listed.splitlines()[1:]}
+    assert {"fine": "COMPLETE", "broken": "CORRUPT"} == statuses
+    code, _, err = run(["workflow", "show", "broken", *db, "--templates", folder])
+    assert 2 == code
+    assert "The checkpoint of run 'broken' cannot be read (its status: JSONDecodeError" in err

@@ -115,8 +115,8 @@ def test_collect_origins_and_location_of_find_the_nearest_known_part() -> None:
 
 
 def test_every_workflow_error_is_a_usage_error_with_a_stable_code() -> None:
-    """Codes E110-E124, one class each; errors carry workflow and step, and keep them when relocated."""
-    assert [f"E1{n}" for n in range(10, 25)] == sorted(WORKFLOW_ERROR_CODES)
+    """Codes E110-E125, one class each; errors carry workflow and step, and keep them when relocated."""
+    assert [f"E1{n}" for n in range(10, 26)] == sorted(WORKFLOW_ERROR_CODES)
     error = WorkflowPathError("bad path", workflow="w", step="s")
     moved = error.with_location(SourceLocation(file="w.yaml", line=3))
     assert isinstance(moved, UsageError)
