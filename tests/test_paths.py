@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from atomtask._paths import atomtask_home, private_file
+from atomtask._paths import atomtask_home, private_file, store_damage
 
 
 def test_atomtask_home_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,3 +62,36 @@ def test_existing_files_and_folders_keep_their_modes_and_contents(tmp_path: Path
     assert private_file(store) == store
     assert store.read_bytes() == b"kept"
     assert _mode(store) == 0o640 and _mode(tmp_path) == 0o750
+
+
+def test_store_damage_names_what_quick_check_finds_and_passes_a_sound_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`PRAGMA quick_check` over a store: [] when sound (or in memory), its problems when a row breaks a constraint,
+    [] for a file over `QUICK_CHECK_UP_TO` (left to the statement that meets the damage), and SQLite's own error
+    for an overwritten page."""
+    path = tmp_path / "store.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x TEXT)")
+    db.executemany("INSERT INTO t VALUES (?)", [(None,), *[(f"row {n} " * 40,) for n in range(200)]])
+    db.commit()
+    assert [] == store_damage(db, path)
+    assert [] == store_damage(sqlite3.connect(":memory:"), ":memory:")
+    db.execute("PRAGMA writable_schema=ON")  # the schema now says NOT NULL; the NULL row stays: damage
+    db.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE t (x TEXT NOT NULL)' WHERE name = 't'")
+    db.commit()
+    db.close()
+    damaged = sqlite3.connect(path)
+    assert ["NULL value in t.x"] == store_damage(damaged, path)
+    monkeypatch.setattr("atomtask._paths.QUICK_CHECK_OFTEN_UP_TO", 0)
+    assert [] == store_damage(damaged, path, often=True)
+    assert ["NULL value in t.x"] == store_damage(damaged, path)
+    monkeypatch.setattr("atomtask._paths.QUICK_CHECK_UP_TO", 0)
+    assert [] == store_damage(damaged, path)
+    damaged.close()
+    monkeypatch.undo()
+    data = bytearray(path.read_bytes())
+    data[4096 * 2 : 4096 * 3] = bytes(4096)  # a page of the table's b-tree
+    path.write_bytes(bytes(data))
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        store_damage(sqlite3.connect(path), path)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from atomtask._paths import atomtask_home, private_file
+from atomtask._paths import atomtask_home, private_file, store_damage
 from atomtask.errors import BatchNotFoundError, ConfigurationError
 from atomtask.system._results import BatchItemResult
 
@@ -87,9 +87,9 @@ class BatchRecord:
             self._db.execute("PRAGMA journal_mode=WAL")
             # WAL with NORMAL: a commit survives the process being killed (not a power cut), cheaper than FULL.
             self._db.execute("PRAGMA synchronous=NORMAL")
-            problems = [str(row[0]) for row in self._db.execute("PRAGMA quick_check(3)")]
-            if problems != ["ok"]:
-                raise sqlite3.DatabaseError("; ".join(problems))
+            damage = store_damage(self._db, self.path)
+            if damage:
+                raise sqlite3.DatabaseError("; ".join(damage))
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, ValueError) as exc:  # a damaged file's message may not even be UTF-8 (ValueError)
             self._db.close()

@@ -135,25 +135,17 @@ class BatchTarget:
         """
         if not self.redacted:
             return result
-        from atomtask.runs._checkpoints import REDACTED
+        from atomtask.runs._checkpoints import REDACTED, cut_out, secret_texts
 
         output = result.output
         found = list(secrets)
         if isinstance(output, dict):
             found += [output[name] for name in self.redacted if name in output]
             output = {key: REDACTED if key in self.redacted else value for key, value in output.items()}
-        texts = sorted({text for secret in found for text in _texts(secret)}, key=len, reverse=True)
+        texts = secret_texts(found, shortest=SECRET_MIN_LENGTH)
 
         def cut(value: Any) -> Any:
-            if isinstance(value, str):
-                for text in texts:
-                    value = value.replace(text, REDACTED)
-                return value
-            if isinstance(value, dict):
-                return {key: cut(item) for key, item in value.items()}
-            if isinstance(value, list | tuple):
-                return [cut(item) for item in value]
-            return value
+            return cut_out(value, texts)
 
         error = result.error
         if error is not None:
@@ -331,17 +323,6 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
 SECRET_MIN_LENGTH = 4
 """A redacted value this long or longer is also cut out of the texts that quote it (a shorter one, `yes`, would
 cut every word it is part of: it is replaced only as its field's value)."""
-
-
-def _texts(secret: Any) -> list[str]:
-    """The texts of a redacted value long enough to be cut out of other texts: the value, or its strings' leaves."""
-    if isinstance(secret, str):
-        return [secret] if len(secret) >= SECRET_MIN_LENGTH else []
-    if isinstance(secret, Mapping):
-        return [text for value in secret.values() for text in _texts(value)]
-    if isinstance(secret, list | tuple | set | frozenset):
-        return [text for value in secret for text in _texts(value)]
-    return []
 
 
 def _digest(material: Any) -> str:

@@ -9,7 +9,7 @@ Within a process one connection is shared under a lock, so `:memory:` is one cac
 The file is created owner-only (`private_file`: it holds model answers). A damaged file is a
 `ConfigurationError` that names it and the fix (it holds only cached answers: delete it, which `atomtask
 cache clear` does for a damaged SQLite file, or pass another path), found when it is opened (`PRAGMA
-quick_check`, for a file up to `QUICK_CHECK_MAX_BYTES`) or by the statement that meets the damage. A row
+quick_check`, `_paths.store_damage`) or by the statement that meets the damage. A row
 whose columns cannot be read (not UTF-8, the wrong type) is a `sqlite3.DatabaseError` from `get`, which
 the executor takes as a miss; the next answer replaces it.
 """
@@ -26,16 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from atomtask._paths import atomtask_home, private_file
+from atomtask._paths import atomtask_home, private_file, store_damage
 from atomtask.errors import ConfigurationError
 
 __all__ = ["CACHE_FILE", "CacheEntry", "CacheStats", "ResponseCache", "TemplateStats", "default_cache_path"]
 
 CACHE_FILE = "cache.sqlite3"
 BUSY_TIMEOUT_S = 10.0
-#: Up to this size a file is checked when opened (`PRAGMA quick_check`: 25-40 ms for 16 MiB, measured); a larger
-#: one is not, and damage is found by the statement that meets it.
-QUICK_CHECK_MAX_BYTES = 16 * 1024 * 1024
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -144,10 +141,9 @@ class ResponseCache:
             # Autocommit (isolation_level=None): each statement is one short transaction, so processes interleave.
             db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             if not memory:
-                if os.path.getsize(self.path) <= QUICK_CHECK_MAX_BYTES:
-                    problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
-                    if problem != "ok":
-                        raise sqlite3.DatabaseError(problem)
+                damage = store_damage(db, self.path, often=True)
+                if damage:
+                    raise sqlite3.DatabaseError("; ".join(damage))
                 db.execute("PRAGMA journal_mode=WAL")
                 # In WAL mode NORMAL loses no committed row on a crash of the process, only on power loss.
                 db.execute("PRAGMA synchronous=NORMAL")

@@ -12,9 +12,9 @@ query is a fresh task run: no message history goes in, none is kept.
 finds its documents. The full-text index is an external content FTS5 table kept in step by triggers;
 queries are built from arbitrary text by quoting each word, so quotes and FTS operators in the text are
 searched for, never interpreted. The file is created owner-only (`private_file`). A damaged file is a
-`ConfigurationError` naming it and the ways to recover (`PRAGMA quick_check` when it is opened, up to
-`QUICK_CHECK_MAX_BYTES`; any statement that meets damage later); a document whose row cannot be read is
-left out of searches and listings with a warning, and `get` of it is that `ConfigurationError`.
+`ConfigurationError` naming it and the ways to recover (found when it is opened, `_paths.store_damage`, or
+by any statement that meets damage later); a document whose row cannot be read is left out of searches and
+listings with a warning, and `get` of it is that `ConfigurationError`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import attrs
 from atomtask._logs import get_logger
-from atomtask._paths import atomtask_home, private_file
+from atomtask._paths import atomtask_home, private_file, store_damage
 from atomtask.errors import ConfigurationError, UsageError
 from atomtask.executors._prompts import render
 from atomtask.loading._template_registry import CompiledTemplate
@@ -136,8 +136,6 @@ MEMORY_DB_ENV = "ATOMTASK_MEMORY_DB"
 MEMORY_FILE = "memory.sqlite3"
 MAX_QUERY_TERMS = 32
 """Words of a query sent to FTS5 (the rest are ignored), so a pasted page does not make a huge query."""
-QUICK_CHECK_MAX_BYTES = 16 * 1024 * 1024
-"""Up to this size a store is checked when opened (`PRAGMA quick_check`: 25-40 ms for 16 MiB, measured)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -305,10 +303,9 @@ def _connect(path: str) -> sqlite3.Connection:
             private_file(path)  # owner-only from its first byte: it holds the user's documents
         conn = sqlite3.connect(path, check_same_thread=False)
         conn.text_factory = _text  # a row whose text is not UTF-8 is one damaged document, not a failed query
-        if path != ":memory:" and os.path.getsize(path) <= QUICK_CHECK_MAX_BYTES:
-            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-            if problem != "ok":
-                raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
+        damage = store_damage(conn, path, often=True)
+        if damage:
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({'; '.join(damage)})")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise ConfigurationError(

@@ -22,9 +22,10 @@ the whole `ApprovalDecision`.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ __all__ = [
     "Checkpoint",
     "DbosJournal",
     "approval_topic",
+    "cut_out",
     "decision",
     "decode",
     "decode_unit",
@@ -58,6 +60,7 @@ __all__ = [
     "fingerprint",
     "plain_state",
     "recorded",
+    "secret_texts",
     "timed_out",
     "value",
     "wait",
@@ -195,6 +198,40 @@ def encode(
 
 
 REDACTED = "[redacted]"
+
+
+def secret_texts(values: Iterable[Any], *, shortest: int = 1, numbers: bool = False) -> list[str]:
+    """The texts of redacted values to cut out of other texts, the longest first: every string in `values` (nested
+    in mappings and sequences) at least `shortest` characters long, and with `numbers` the JSON text of every
+    other leaf (a number, ...); never the marker itself."""
+
+    def leaves(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                yield from leaves(item)
+        elif isinstance(value, list | tuple | set | frozenset):
+            for item in value:
+                yield from leaves(item)
+        elif numbers and value is not None and not isinstance(value, bool):
+            yield json.dumps(value)
+
+    found = {text for value in values for text in leaves(value) if len(text) >= max(1, shortest) and text != REDACTED}
+    return sorted(found, key=len, reverse=True)
+
+
+def cut_out(value: Any, texts: Sequence[str]) -> Any:
+    """`value` (a JSON-like value) with each of `texts` replaced by the marker in every string in it."""
+    if isinstance(value, str):
+        for text in texts:
+            value = value.replace(text, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {key: cut_out(item, texts) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [cut_out(item, texts) for item in value]
+    return value
 
 
 def _scrubbed(visit: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from atomtask._logs import get_logger
-from atomtask._paths import atomtask_home, private_file
+from atomtask._paths import atomtask_home, private_file, store_damage
 from atomtask.errors import AtomTaskError, DurableRunsUnavailableError, RunStoreError
 
 __all__ = [
@@ -241,28 +241,21 @@ def _store_error(url: str, exc: Exception) -> RunStoreError:
     return RunStoreError(shown, f"{type(exc).__name__}: {first}", fix)
 
 
-#: The largest store file checked at each launch (~0.3 s with a warm cache); a larger one is left to the reads that
-#: meet its damage (`store_errors`).
-_QUICK_CHECK_UP_TO = 256 * 1024 * 1024
-
-
 def _write_ahead(path: str) -> None:
     """Check a SQLite store and put it in WAL mode (kept in the file): a commit is one append, and `runs` reads while a
     run writes.
 
     Checked first, so a damaged file is one `RunStoreError` at open rather than a driver error at whichever read
-    meets the damage: `PRAGMA quick_check` (every page and record, not the indexes' contents) on a file up to
-    `_QUICK_CHECK_UP_TO` bytes (measured: 6 ms for 1,000 runs, 4 MB; 0.1 s for 10,000; 0.16 s for 50,000, 190 MB),
+    meets the damage: `_paths.store_damage` (6 ms for 1,000 runs, 4 MB; 0.1 s for 10,000; 0.16 s for 50,000, 190 MB),
     and tables that are DBOS's (DBOS would add its own to any other SQLite database it is given). Commits stay
     synchronous (SQLite's default `synchronous=FULL`): a checkpoint is on disk before the next step (a batch
     process launches with `flush_commits=False`).
     """
     connection = sqlite3.connect(path)
     try:
-        if os.path.getsize(path) <= _QUICK_CHECK_UP_TO:
-            verdict = [str(row[0]) for row in connection.execute("PRAGMA quick_check(3)")]
-            if verdict != ["ok"]:
-                raise _NotARunStore(f"it is damaged (`PRAGMA quick_check`: {'; '.join(verdict)})", damaged=True)
+        damage = store_damage(connection, path)
+        if damage:
+            raise _NotARunStore(f"it is damaged (`PRAGMA quick_check`: {'; '.join(damage)})", damaged=True)
         tables = {str(row[0]) for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "workflow_status" not in tables:
             shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")

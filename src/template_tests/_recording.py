@@ -180,7 +180,7 @@ def _steps(steps: Sequence[CompiledStep]) -> Iterator[CompiledStep]:
 def _redacted(recording: Recording, hidden: Redaction, inputs: Mapping[str, Any]) -> Recording:
     """`recording` with the values `hidden` names replaced by the run store's marker, in its answers and output."""
     import pydantic_core
-    from atomtask.runs._checkpoints import REDACTED
+    from atomtask.runs._checkpoints import secret_texts
 
     result = recording.result
     values: list[Any] = [inputs[p] for p in sorted(hidden.params) if p in inputs]
@@ -192,10 +192,10 @@ def _redacted(recording: Recording, hidden: Redaction, inputs: Mapping[str, Any]
                 values.append(value)
     if result.ok and found is None and () in hidden.outputs and result.content:
         values.append(result.content)  # a text answer that fills a redacted field
-    texts = sorted({t for v in values for t in _texts(v) if t and t != REDACTED}, key=len, reverse=True)
+    texts = secret_texts(values, numbers=True)
 
     def scrub(value: Any) -> Any:
-        return _scrub(value, texts, hidden.outputs, REDACTED)
+        return _scrub(value, texts, hidden.outputs)
 
     answers = tuple(_scrub_answer(a, scrub) for a in recording.answers)
     output = recording.output if recording.output is attrs.NOTHING else scrub(recording.output)
@@ -245,36 +245,21 @@ def _at(value: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-def _texts(value: Any) -> Iterator[str]:
-    """Every string in `value` (a JSON value), and the JSON text of every other leaf."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item)
-    elif isinstance(value, str):
-        yield value
-    elif value is not None and not isinstance(value, bool):
-        yield json.dumps(value)
+def _scrub(value: Any, texts: Sequence[str], paths: Sequence[tuple[str, ...]]) -> Any:
+    """`value` (a JSON value) with each of `paths` set to the marker and each of `texts` replaced by it in strings
+    (a leaf that is not a string, a number, when its JSON text is one of them)."""
+    from atomtask.runs._checkpoints import REDACTED, cut_out
 
-
-def _scrub(value: Any, texts: Sequence[str], paths: Sequence[tuple[str, ...]], marker: str) -> Any:
-    """`value` (a JSON value) with each of `paths` set to `marker` and each of `texts` replaced by it in strings."""
     if () in paths:
-        return marker
+        return REDACTED
     if isinstance(value, dict):
-        return {
-            key: _scrub(item, texts, [p[1:] for p in paths if p[:1] == (key,)], marker) for key, item in value.items()
-        }
+        return {key: _scrub(item, texts, [p[1:] for p in paths if p[:1] == (key,)]) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrub(item, texts, [], marker) for item in value]
+        return [_scrub(item, texts, []) for item in value]
     if isinstance(value, str):
-        for text in texts:
-            value = value.replace(text, marker)
-        return value
+        return cut_out(value, texts)
     if value is not None and not isinstance(value, bool) and json.dumps(value) in texts:
-        return marker
+        return REDACTED
     return value
 
 

@@ -53,6 +53,7 @@ from atomtask.workflows._steps import (
     Attempted,
     RunContext,
     StepJournal,
+    counted,
     run_attempts,
     run_fail,
     run_group,
@@ -353,9 +354,7 @@ async def _journaled(
         done = await journal.step(
             step, visit, state, lambda units: _step_run(attrs.evolve(ctx, units=units), step, state, visit)
         )
-    if done.replayed:
-        ctx.budget.spend(sum((v.usage for v in done.attempted.visits), UsageNotes()))
-    return done.attempted
+    return counted(ctx, done)
 
 
 def _next(step: CompiledStep, state: BaseModel) -> str:

@@ -53,6 +53,7 @@ __all__ = [
     "RunContext",
     "StepJournal",
     "Unit",
+    "counted",
     "run_attempts",
     "run_fail",
     "run_group",
@@ -471,7 +472,7 @@ async def run_items(ctx: RunContext, step: CompiledStep, state: BaseModel, visit
             def run() -> Awaitable[Attempted]:
                 return run_attempts(inner, bare, state, visit, item=item, index=index)
 
-            attempted = await run() if units is None else _counted(ctx, await units[index](run))
+            attempted = await run() if units is None else counted(ctx, await units[index](run))
             if attempted.failure is not None and (attempted.terminal or not keep_going):
                 stopped = True
             return attempted
@@ -510,9 +511,9 @@ async def run_group(ctx: RunContext, group: CompiledStep, state: BaseModel, visi
             return await member_run(member)
         done = await unit(lambda: member_run(member))
         if not done.replayed or not done.attempted.writes:
-            return _counted(ctx, done)
+            return counted(ctx, done)
         try:  # recorded by an earlier process: validated into this run's state now, as the member did
-            return attrs.evolve(_counted(ctx, done), state=write_state(state, done.attempted.writes))
+            return attrs.evolve(counted(ctx, done), state=write_state(state, done.attempted.writes))
         except StateWriteError as exc:
             failure = _write_failure(member, exc)
             return Attempted(visits=done.attempted.visits, failure=failure, terminal=True)
@@ -555,8 +556,9 @@ def _secret(ctx: RunContext, step: CompiledStep) -> bool:
     return not ctx.compiled.redacted_fields.isdisjoint(step.writes)
 
 
-def _counted(ctx: RunContext, done: Journaled) -> Attempted:
-    """A unit's outcome; one recorded before (not run again) counts against the run's limits again, unpaid."""
+def counted(ctx: RunContext, done: Journaled) -> Attempted:
+    """A step's or unit's outcome through a journal; one recorded before (not run again) counts against the run's
+    limits again, unpaid."""
     if done.replayed:
         ctx.budget.spend(sum((v.usage for v in done.attempted.visits), UsageNotes()))
     return done.attempted

@@ -54,7 +54,7 @@ def test_a_damaged_page_met_by_a_query_is_a_configuration_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Damage the check at open does not look for (a file over its size limit) is typed when a search meets it."""
-    monkeypatch.setattr("atomtask.memory._memory.QUICK_CHECK_MAX_BYTES", 0)
+    monkeypatch.setattr("atomtask._paths.QUICK_CHECK_OFTEN_UP_TO", 0)
     path = _filled(tmp_path / "memory.sqlite3")
     with sqlite3.connect(path) as db:  # the full-text index's pages
         pages = [page for (page,) in db.execute("SELECT rootpage FROM sqlite_master WHERE name LIKE 'documents_fts%'")]
