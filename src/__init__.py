@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         WorkflowPathError,
         WorkflowTypeError,
     )
+    from atomtask.estimate._figures import Estimate
     from atomtask.executors._cache_store import ResponseCache
     from atomtask.executors._streaming import PartialOutput, TaskStream
     from atomtask.memory._memory import MemoryContext, MemorySystem
@@ -119,6 +120,7 @@ __all__ = [
     "DefaultModelWarning",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
+    "Estimate",
     "FailureReason",
     "MatchItem",
     "MediaNote",

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ValidationError
 if TYPE_CHECKING:
     from atomtask.batch._api import BatchOptions
     from atomtask.batch._run import BatchRun
+    from atomtask.estimate._figures import Estimate
     from atomtask.executors._atomic import AtomicTaskExecutor
     from atomtask.executors._cache_store import ResponseCache
     from atomtask.executors._streaming import TaskStream
@@ -925,6 +926,43 @@ class TaskSystem:
         from atomtask.handlers._blocking import run_blocking
 
         return run_blocking(collect(self.batch(name, items, **options)))
+
+    def estimate(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        items: Iterable[Mapping[str, Any]] | None = None,
+        model: Model | str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        retries: int | None = None,
+        repair: RepairMode | str | bool | None = None,
+        provider_batch: bool = False,
+    ) -> Estimate:
+        """What running template or workflow `name` would cost, without calling a model (`--dry-run`).
+
+        Per template and model and in total: requests, input and output tokens and USD, each expected and at
+        worst (every retry, fallback, loop bound and `for_each` item); `items=` estimates a batch, item by item.
+        `provider_batch=True` prices at the provider's batch rates. Raises what a run would report before any
+        model call: `TaskFailedError` (inputs that do not fit, an unknown template), `WorkflowNotFoundError`,
+        `WorkflowFailedError` (run inputs that do not fit the state), `ConfigurationError` (a bad option).
+
+        Example:
+            ```python
+            estimate = system.estimate("extract_contact", {"text": "Ada Lovelace, ada@example.com"})
+            print(estimate.render())
+            ```
+        """
+        from atomtask.estimate._estimate import estimate_items, estimate_task, estimate_workflow
+
+        options = check_options(
+            model=model, model_settings=model_settings, retries=retries, repair=repair, aliases=self.model_aliases
+        )
+        if items is not None:
+            return estimate_items(self, name, list(items), options, provider_batch=provider_batch)
+        if name in self.workflows.names() and name not in self.templates.names():
+            return estimate_workflow(self, name, inputs, options, provider_batch=provider_batch)
+        return estimate_task(self, name, inputs, options, provider_batch=provider_batch)
 
 
 #: What `extract` tells the model when the caller gives no `instructions`.

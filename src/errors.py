@@ -868,10 +868,27 @@ class SexpWorkflowFailedError(SexpEvalError):
 
 # -- Signals inside atomtask ------------------------------------------------------------------------------
 # Raised and caught inside atomtask, never out of it: each becomes a usage error, a finding or a FAILED
-# result that says what happened. Two more live beside the code they signal through, because they must
-# subclass what they go through: the ledger's `EmptyAnswerError` (pydantic-ai's `ModelAPIError`, so its
-# retry machinery takes an empty answer as a provider fault) and a provider batch's `Captured` (a
-# `BaseException`, so nothing on its way catches it).
+# result that says what happened. One more lives beside the code it signals through, because it must
+# subclass what it goes through: the ledger's `EmptyAnswerError` (pydantic-ai's `ModelAPIError`, so its
+# retry machinery takes an empty answer as a provider fault).
+
+
+class Suspended(BaseException):
+    """A provider batch's run ended while its request waits in a provider batch (`system.Batching.suspend`).
+
+    Carries the run's messages (pydantic-ai `ModelMessage`s), which end in the suspended response naming
+    the batch: a run given them back (`Batching.history`) waits for the same batch instead of sending the
+    request again; and the model that runs it, with the attempts of the models tried before it. Raised by
+    the handler, caught by the batch engine (`batch._provider`). A `BaseException`, so that no layer on its
+    way (the executor, a workflow step) takes it for a failed task.
+    """
+
+    def __init__(self, template: str, messages: list[Any], *, model: str, attempts: list[Any]) -> None:
+        super().__init__(f"template {template!r}: its request waits in a provider batch")
+        self.template = template
+        self.messages = messages
+        self.model = model  # the model (label) whose run suspended
+        self.attempts = attempts  # the ledger of the models tried before it (`Attempt`s)
 
 
 class ExpressionRuntimeError(Exception):

@@ -22,6 +22,7 @@ EXPECTED = [
     "DefaultModelWarning",
     "DuplicateNameError",
     "DurableRunsUnavailableError",
+    "Estimate",
     "FailureReason",
     "MatchItem",
     "MediaNote",

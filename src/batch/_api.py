@@ -61,11 +61,17 @@ class BatchOptions(TypedDict, total=False):
     retry_failed: bool
     """Run the items the record holds as FAILED again."""
     provider_batch: bool
-    """Send a template's items through the provider's batch API."""
+    """Send the items' model requests through the provider's batch API (at its batch price)."""
     poll_interval: float
-    """Seconds between checks of a provider batch."""
+    """Seconds between checks of the items waiting in provider batches (default 30)."""
     max_wait: float
-    """Stop waiting for a provider batch after this many seconds (it stays recorded: the next run polls it)."""
+    """Stop waiting for provider batches after this many seconds (the items stay recorded: the next run collects
+    them)."""
+    reask: str
+    """Where an answer still invalid after local repair is re-asked: `batch` (the next provider batch, the
+    default), `live` (a normal call, at once), `none` (the item fails with its raw answers)."""
+    batch_size: int
+    """The most requests in one provider batch (default 1000)."""
     include_redacted: bool
     """Yield the values of a workflow's `redact: true` fields in clear (default: `[redacted]`; the record never
     holds them, so an item read back from it shows `[redacted]` even so)."""
@@ -123,10 +129,9 @@ def start_batch(
         record.start(batch_id, name, {"name": name, "model": target.model, "api": True})
     run_class: Callable[..., BatchRun] = BatchRun
     if options.get("provider_batch", False):
-        from atomtask.batch._provider import DEFAULT_POLL_INTERVAL, ProviderBatchRun
+        from atomtask.batch._provider import ProviderBatchRun, options_of
 
-        interval = options.get("poll_interval") or DEFAULT_POLL_INTERVAL
-        run_class = functools.partial(ProviderBatchRun, poll_interval=interval, max_wait=options.get("max_wait"))
+        run_class = functools.partial(ProviderBatchRun, **options_of(options))
     return run_class(
         host,
         target,

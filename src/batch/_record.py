@@ -6,6 +6,10 @@ what is recorded for the same fingerprint and model and pays nothing twice; a ch
 other settings, another endpoint or another model runs every item again. Each row is its own transaction
 in WAL mode: a process killed with `kill -9` keeps every row it committed (only the items in flight
 are lost). `batches` keeps each batch's spec, so `atomtask batch --resume BATCH_ID` can run it again.
+`waiting` keeps, for a provider batch (`_provider`), each item whose request waits in a provider batch:
+the run's messages, ending in the suspended response that names the provider batch (pydantic-ai's
+`ModelMessagesTypeAdapter` JSON), written as soon as the run ends and deleted in the transaction that
+records the item finished, so a resumed run waits for that batch and never submits the item again.
 
 The file is created readable by its owner only (`_paths.private_file`): it holds every item's answer.
 A file that is damaged or is no SQLite database is refused when it is opened (`PRAGMA quick_check`,
@@ -46,6 +50,16 @@ CREATE TABLE IF NOT EXISTS items (
     model TEXT NOT NULL,
     status TEXT NOT NULL,
     result TEXT NOT NULL,
+    recorded REAL NOT NULL,
+    PRIMARY KEY (batch_id, item_id, fingerprint, model)
+);
+CREATE TABLE IF NOT EXISTS waiting (
+    batch_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    messages BLOB NOT NULL,
+    provider_batch TEXT NOT NULL,
     recorded REAL NOT NULL,
     PRIMARY KEY (batch_id, item_id, fingerprint, model)
 );
@@ -161,8 +175,37 @@ class BatchRecord:
         Raises `sqlite3.Error` when the file cannot be written (damaged, full, locked for too long): the
         caller has the item's answer in hand and decides (`BatchRun` keeps it and says so).
         """
+        key = (batch_id, result.id, fingerprint, model)
+        with self._db:  # one transaction: the item finished and no longer waiting, or neither
+            self._db.execute("BEGIN")
+            self._db.execute(
+                "INSERT OR REPLACE INTO items (batch_id, item_id, fingerprint, model, status, result, recorded) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*key, result.status.value, result.json_line(), time.time()),
+            )
+            self._db.execute(
+                "DELETE FROM waiting WHERE batch_id = ? AND item_id = ? AND fingerprint = ? AND model = ?", key
+            )
+
+    def wait(
+        self, batch_id: str, fingerprint: str, model: str, item_id: str, messages: bytes, provider_batch: str
+    ) -> None:
+        """Record that an item's request waits in `provider_batch`, with the run's `messages` (committed on return).
+
+        Raises `sqlite3.Error` as `save` does.
+        """
         self._db.execute(
-            "INSERT OR REPLACE INTO items (batch_id, item_id, fingerprint, model, status, result, recorded) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (batch_id, result.id, fingerprint, model, result.status.value, result.json_line(), time.time()),
+            "INSERT OR REPLACE INTO waiting (batch_id, item_id, fingerprint, model, messages, provider_batch, "
+            "recorded) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (batch_id, item_id, fingerprint, model, messages, provider_batch, time.time()),
         )
+
+    def waiting(self, batch_id: str, fingerprint: str, model: str) -> dict[str, tuple[bytes, str]]:
+        """The items waiting in a provider batch: their run's messages and the provider batch, by item id."""
+        with self._guarded():
+            rows = self._db.execute(
+                "SELECT item_id, messages, provider_batch FROM waiting "
+                "WHERE batch_id = ? AND fingerprint = ? AND model = ?",
+                (batch_id, fingerprint, model),
+            )
+            return {str(item_id): (bytes(messages), str(batch)) for item_id, messages, batch in rows}

@@ -7,6 +7,11 @@ yielded, in completion order. Items already in the record for the same fingerpri
 yielded first, as they were (`resumed=True`), and not run again; failed ones run again with
 `retry_failed=True`. `stop()` (Ctrl-C, the budget) stops taking items; the items in flight finish.
 
+With a cost limit (`--max-cost`), an item is taken only while what was spent plus the worst case of the
+items in flight (`estimate.estimate_items`: every retry, the longest answer) stays under the limit, so a
+batch never spends more than the limit plus one item's worst case. An item whose price is unknown
+counts as nothing (the budget says once that a cost limit cannot hold: `Budget.cost_unknown`).
+
 An item whose row cannot be written (the record file damaged or full after it was opened) is paid for
 already: it is still counted and yielded, listed in `unrecorded` (a warning, and the CLI's summary,
 say so) and the batch goes on; a re-run runs it again. A workflow's `redact: true` values never reach
@@ -89,6 +94,8 @@ class BatchRun:
         self.done = self.failed = self.resumed = 0
         self.failed_by: Counter[str] = Counter()
         self.stopped: str | None = None
+        self._in_flight: dict[str, float] = {}  # the worst case of each item taken and not finished (`_admit`)
+        self._landing = asyncio.Event()  # an item in flight landed, or the batch stopped (`_admit` waits on it)
         self.started = time.monotonic()
         self.finished_at: float | None = None
 
@@ -111,7 +118,61 @@ class BatchRun:
         """Take no further items; the ones in flight finish and are recorded."""
         if self.stopped is None:
             self.stopped = reason
+            self._landing.set()
             log.info("batch_stopping", batch=self.batch_id, reason=reason)
+
+    def _admission(self, item: BatchItem, *, provider_batch: bool = False) -> str:
+        """Whether `item` may be taken now under `--max-cost`: `take` (it is then in flight), `later`, or `stop`.
+
+        `later` while what was spent plus the worst case of the items in flight reached the limit and some
+        are in flight (they may cost less); `stop` (the batch stopped, saying why) once it is reached with
+        none in flight.
+        """
+        limit = self.budget.limit("cost")
+        if limit is None:
+            return "take"
+        spent, flying = self.budget.spent("cost"), sum(self._in_flight.values())
+        if spent + flying < limit:
+            self._in_flight[item.id] = self._worst_cost(item, provider_batch=provider_batch)
+            return "take"
+        if self._in_flight:
+            return "later"
+        self.stop(f"budget: the batch's `--max-cost` of ${limit:g} (${spent:.4f} spent)")
+        return "stop"
+
+    async def _admit(self, item: BatchItem) -> bool:
+        """Wait until `item` may be taken under `--max-cost` (`_admission`); False once the batch stopped."""
+        while self.stopped is None:
+            decided = self._admission(item)
+            if decided != "later":
+                return decided == "take"
+            self._landing.clear()
+            await self._landing.wait()
+        return False
+
+    def _landed(self, item: BatchItem) -> None:
+        """`item` finished (or was not run): its worst case is no longer in flight."""
+        if self._in_flight.pop(item.id, None) is not None:
+            self._landing.set()
+
+    def _worst_cost(self, item: BatchItem, *, provider_batch: bool) -> float:
+        """The most `item` may cost (every retry, the longest answer); 0 where a price is unknown."""
+        from atomtask.estimate import estimate_items
+
+        try:
+            found = estimate_items(
+                self.host,
+                self.target.name,
+                [item.inputs],
+                self.options,
+                provider_batch=provider_batch,
+                id_field=self.id_field,
+            )
+        except Exception as exc:  # the item fails on its own when run; its cost is then what it paid
+            log.debug("batch_item_not_estimated", item=item.id, error=str(exc))
+            return 0.0
+        worst = found.items[0].worst_cost if found.items else None
+        return worst or 0.0
 
     def __aiter__(self) -> AsyncIterator[BatchItemResult]:
         return self._results()
@@ -164,7 +225,7 @@ class BatchRun:
                 if self.stopped is not None:
                     break
                 await slots.acquire()
-                if self.stopped is not None:
+                if self.stopped is not None or not await self._admit(item):
                     slots.release()
                     break
                 task = asyncio.create_task(self._one(item, slots, finished))
@@ -187,16 +248,24 @@ class BatchRun:
             clear, kept = await self.target.run_in_clear(
                 self.host, item.id, item.inputs, self.options, id_field=self.id_field
             )
-            result = self._keep(item, kept, clear if self.include_redacted else kept)
-            self._count(result)
-            self.budget.spend(result.usage)
-            stop = reached(self.budget)
-            if stop is not None:
-                self.stop(f"budget: {stop}")
-            finished.put_nowait(result)
+            result = self._finish(item, clear, kept, finished)
             await self.pacer.after_item(result.usage.total_tokens, taken)
         finally:
+            self._landed(item)
             slots.release()
+
+    def _finish(
+        self, item: BatchItem, clear: BatchItemResult, kept: BatchItemResult, finished: asyncio.Queue[Any]
+    ) -> BatchItemResult:
+        """A finished item (as it ran: `clear`; as it may be kept: `kept`): recorded, counted, spent, yielded."""
+        result = self._keep(item, kept, clear if self.include_redacted else kept)
+        self._count(result)
+        self.budget.spend(result.usage)
+        stop = reached(self.budget)
+        if stop is not None:
+            self.stop(f"budget: {stop}")
+        finished.put_nowait(result)
+        return result
 
     def _keep(self, item: BatchItem, kept: BatchItemResult, shown: BatchItemResult | None = None) -> BatchItemResult:
         """Record a finished item (`kept`, its redacted values cut out); the result to count and yield (`shown`).

@@ -78,6 +78,8 @@ class BatchTarget:
     accepted: frozenset[str]
     #: A workflow's `redact: true` state fields (none for a template).
     redacted: frozenset[str] = frozenset()
+    #: The templates its items run: the template itself, or those the workflow's steps name.
+    templates: tuple[str, ...] = ()
 
     async def run(
         self,
@@ -241,6 +243,9 @@ def from_task(item_id: str, result: TaskResult[Any]) -> BatchItemResult:
         attempts=len(result.notes.attempts),
         tool_calls=[call for attempt in result.notes.attempts for call in attempt.tool_calls],
         media=result.notes.media,
+        raw_answers=[]
+        if result.ok
+        else [a.raw_output for a in result.notes.attempts if a.fault is None and a.raw_output is not None],
     )
 
 
@@ -295,6 +300,7 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
             fingerprint=_digest(material),
             model=label(name),
             accepted=frozenset(template.params),
+            templates=(name,),
         )
     if name in host.workflows:
         flow = host.workflows.compiled(name)
@@ -309,6 +315,7 @@ def resolve_target(host: BatchHost, name: str, options: CallOptions) -> BatchTar
             model=", ".join(labels),
             accepted=frozenset(flow.run_inputs),
             redacted=flow.redacted_fields,
+            templates=tuple(t.name for t in used),
         )
     from atomtask.errors import TemplateNotFoundError
 

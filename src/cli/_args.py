@@ -146,6 +146,18 @@ def _with_settings(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _with_dry_run(p: argparse.ArgumentParser) -> None:
+    """`--dry-run` (and `--json` for its figures): what the run would cost, no model called (`run`, `workflow run`,
+    `batch`)."""
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="call no model: print what the run would cost (requests, input and output tokens, USD; expected and "
+        "worst case, per template and in total)",
+    )
+    p.add_argument("--json", action="store_true", help="with --dry-run: the estimate as JSON")
+
+
 def _with_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache",
@@ -207,6 +219,7 @@ def _with_workflow(sub: Any, common: argparse.ArgumentParser) -> None:
     _with_settings(run)
     _with_limits(run.add_argument_group("limits (tighten the workflow's own)"), "across every step")
     _with_cache(run)
+    _with_dry_run(run)
     _with_templates(run)
     from atomtask.cli._workflow import add_db, add_durable_arguments  # argparse only: light
 
@@ -263,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     _with_retries(limits)
     _with_limits(limits, "all attempts")
     _with_cache(run)
+    _with_dry_run(run)
     with_stream(run)
     _with_templates(run)
 
@@ -302,7 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     _with_workflow(sub, common)
     _with_cache_command(sub, common)
     add_batch_parser(
-        sub, common, with_templates=_with_templates, with_settings=_with_settings, with_retries=_with_retries
+        sub,
+        common,
+        with_templates=_with_templates,
+        with_settings=_with_settings,
+        with_retries=_with_retries,
+        with_dry_run=_with_dry_run,
     )
     add_worker_parser(sub, common, with_templates=_with_templates)
 

@@ -145,6 +145,7 @@ def add_batch_parser(
     with_templates: Callable[[argparse.ArgumentParser], None],
     with_settings: Callable[[argparse.ArgumentParser], None],
     with_retries: Callable[[argparse._ArgumentGroup], None],
+    with_dry_run: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """`atomtask batch NAME --input FILE|- [--output FILE] [--concurrency N] ...`.
 
@@ -176,6 +177,12 @@ def add_batch_parser(
     )
     p.add_argument("--model", help="the model for every item, over the template's own")
     p.add_argument("--base-url", help="the provider's endpoint (openai-chat:, ollama:, anthropic:, ...)")
+    p.add_argument(
+        "--server",
+        metavar="KIND",
+        help="the kind of OpenAI-compatible server at --base-url: llama-cpp-python, llama-server, ollama, vllm, "
+        "lmstudio, openai or generic (default: asked of the server at the first request)",
+    )
     with_settings(p)
     with_retries(p.add_argument_group("retries (of each item's task calls)"))
     pace = p.add_argument_group("pace and budget (of the whole batch)")
@@ -206,21 +213,32 @@ def add_batch_parser(
         help="the batch record (default: $ATOMTASK_HOME/batches.sqlite3); with `--engine dbos`: the queue's store",
     )
     add_engine_arguments(p)
+    with_dry_run(p)  # with --provider-batch: at the batch price
     provider = p.add_argument_group("provider batch")
     provider.add_argument(
         "--provider-batch",
         action="store_true",
-        help="send a template's items through the provider's batch API (OpenAI, Anthropic: half price, within "
-        "a day); each answer is validated and repaired as a normal call's, failures are asked again normally",
+        help="send the items' model requests through the provider's batch API (OpenAI, Anthropic, Google: about "
+        "half price, answers within a day); each answer is repaired and validated as a normal call's",
     )
     provider.add_argument(
-        "--poll-interval", type=positive, metavar="SECONDS", help="seconds between checks of the provider batch (30)"
+        "--reask",
+        choices=("batch", "live", "none"),
+        help="where an answer still invalid after local repair is asked again: the next provider batch (batch, "
+        "the default), a normal call at once (live), nowhere: the item fails with its raw answers (none)",
+    )
+    provider.add_argument(
+        "--poll-interval", type=positive, metavar="SECONDS", help="seconds between checks of the provider batches (30)"
     )
     provider.add_argument(
         "--max-wait",
         type=positive,
         metavar="SECONDS",
-        help="stop waiting for the provider batch after this long (default: until it ends); run again to collect",
+        help="stop waiting for the provider batches after this long (default: until every item is answered); "
+        "`--resume` collects the items still waiting, without submitting them again",
+    )
+    provider.add_argument(
+        "--batch-size", type=int, metavar="N", help="the most requests in one provider batch (default 1000)"
     )
     with_templates(p)
 
@@ -341,6 +359,12 @@ def summary_lines(run: BatchRun) -> list[str]:
         f"{run.done} done, {failed}{reused}",
         f"atomtask: {spent.total_tokens} tokens, {cost}, {run.elapsed:.1f}s, {rate:.1f} items/s",
     ]
+    waiting = getattr(run, "waiting", 0)
+    if waiting:
+        lines.append(
+            f"atomtask: {waiting} items wait in provider batches ({', '.join(getattr(run, 'provider_batches', []))}); "
+            f"`atomtask batch --resume {run.batch_id}` collects them without submitting them again"
+        )
     if run.stopped is not None:
         again = f" (or `atomtask batch --resume {run.batch_id}`)" if run.batch_id else ""
         lines.append(
@@ -387,6 +411,7 @@ _SPEC_KEYS = (
     "ordered",
     "model",
     "base_url",
+    "server",
     "setting",
     "temperature",
     "max_tokens",
@@ -401,6 +426,8 @@ _SPEC_KEYS = (
     "templates",
     "provider_batch",
     "poll_interval",
+    "reask",
+    "batch_size",
 )
 
 
@@ -429,6 +456,12 @@ def prepare(args: argparse.Namespace) -> argparse.Namespace:
         raise UsageError(f"Cannot write {args.output!r}: its folder does not exist; create it or fix `--output`.")
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"`--concurrency` must be at least 1, not {args.concurrency}.")
+    if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
+        raise UsageError(f"`--batch-size` must be at least 1, not {args.batch_size}.")
+    provider_only = [flag for flag in ("reask", "batch_size", "poll_interval", "max_wait") if getattr(args, flag, None)]
+    if provider_only and not getattr(args, "provider_batch", False):
+        flags = ", ".join(f"`--{flag.replace('_', '-')}`" for flag in provider_only)
+        raise UsageError(f"{flags} only apply with `--provider-batch`: add it, or drop them.")
     if getattr(args, "engine", "local") == "dbos":
         if args.tpm:
             raise UsageError("`--tpm` is not available with `--engine dbos` (the queue limits items: use `--rpm`).")
@@ -469,6 +502,8 @@ def run_command(
     # Every item's inputs, checked before anything runs: a bad line is a usage error naming it (exit 2).
     given = ((item.line, item.inputs) for item in items)
     check_items(system, target, given, file=source.name, id_field=args.id_field or "id")
+    if getattr(args, "dry_run", False):  # what it would cost; nothing is recorded, no model is called
+        return _dry_run(system, args, items, options, out)
     batch_id = args.batch_id or batch_id_for(args.name, source.identity, target.fingerprint, target.model)
     record = BatchRecord(_record_db(args))
     try:
@@ -514,6 +549,25 @@ def run_command(
     if run.stopped == INTERRUPTED:
         return EXIT_INTERRUPTED
     return 1 if run.failed or run.stopped is not None else 0
+
+
+def _dry_run(system: BatchHost, args: argparse.Namespace, items: list[Any], options: CallOptions, out: TextIO) -> int:
+    """`batch --dry-run`: the estimate of every item, as a table (`--json`: JSON) on stdout; exit 0."""
+    import json
+
+    from atomtask.estimate import estimate_items
+
+    found = estimate_items(
+        system,
+        args.name,
+        [item.inputs for item in items],
+        options,
+        provider_batch=getattr(args, "provider_batch", False),
+        id_field=args.id_field or "id",
+    )
+    text = json.dumps(found.to_dict(), indent=2, ensure_ascii=False) if args.json else found.render()
+    print(text, file=out)
+    return 0
 
 
 def _record_db(args: argparse.Namespace) -> str | None:

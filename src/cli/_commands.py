@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -23,6 +23,7 @@ from atomtask.loading._providers import check_options
 
 if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
+    from atomtask.estimate._figures import Estimate
     from atomtask.system._results import TaskResult, UsageNotes, WorkflowResult
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "EXIT_USAGE",
     "batch",
     "cache",
+    "dry_run",
     "eval_script",
     "exit_status",
     "list_templates",
@@ -129,6 +131,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     system = _system(args)
     check_model_flags(args.model, system.model_aliases)
     limits = _limits(args) or None
+    if getattr(args, "dry_run", False):
+        return dry_run(
+            lambda: system.estimate(
+                args.name, inputs, model=args.model, model_settings=settings, retries=args.retries, repair=args.repair
+            ),
+            args,
+            out,
+            err,
+        )
     if getattr(args, "stream", False):
         stream = system.execute_stream(
             args.name,
@@ -162,6 +173,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO | None
     if result.error is not None:
         print(f"atomtask: error: {result.error.reason.value}: {result.error.message}", file=err)
     return status
+
+
+def dry_run(estimate: Callable[[], Estimate], args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`--dry-run`: the estimate as a table (`--json`: as JSON); inputs a run would refuse fail as the run would."""
+    from atomtask.errors import TaskFailedError, WorkflowFailedError
+
+    try:
+        found = estimate()
+    except TaskFailedError as exc:
+        error = exc.result.error
+        if error is not None:
+            print(f"atomtask: error: {error.reason.value}: {error.message}", file=err)
+        return exit_status(exc.result)
+    except WorkflowFailedError as exc:
+        if exc.result.error is not None:
+            print(f"atomtask: error: {exc.result.error.reason.value}: {exc.result.error.message}", file=err)
+        return workflow_exit_status(exc.result)
+    text = json.dumps(found.to_dict(), indent=2, ensure_ascii=False) if args.json else found.render()
+    _emit(text, args, out)
+    return EXIT_OK
 
 
 def _report(result: TaskResult[Any], err: TextIO) -> None:
@@ -412,6 +443,13 @@ def workflow(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: TextIO |
         actions.use_recorded_endpoint(args, err)
     system = _system(args)
     check_model_flags(args.model, system.model_aliases)
+    if args.workflow_command == "run" and args.dry_run:
+        return dry_run(
+            lambda: actions.estimate(system, args.name, inputs, model=args.model, model_settings=model_settings(args)),
+            args,
+            out,
+            err,
+        )
     if args.workflow_command == "resume":  # its inputs: the `redact: true` fields, given again
         result = actions.resume(
             system, args.run_id, inputs=inputs, model=args.model, err=err, quiet=args.quiet, db=args.db

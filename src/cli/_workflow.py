@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from atomtask._task_system import TaskSystem
+    from atomtask.estimate._figures import Estimate
     from atomtask.runs._records import RunInfo
     from atomtask.system._results import StepVisit, WorkflowResult
 
@@ -28,6 +29,7 @@ __all__ = [
     "add_durable_arguments",
     "approve",
     "durable_wanted",
+    "estimate",
     "graph",
     "list_runs",
     "list_workflows",
@@ -168,6 +170,23 @@ def run(
     except KeyboardInterrupt:
         raise KeyboardInterrupt(_interrupted(run_id)) from None
     return result
+
+
+def estimate(
+    system: TaskSystem,
+    name: str,
+    inputs: Mapping[str, Any],
+    *,
+    model: str | None,
+    model_settings: Mapping[str, Any] | None,
+) -> Estimate:
+    """`workflow run --dry-run`: what a run of workflow `name` would cost; no model is called, nothing is stored.
+
+    Raises `WorkflowNotFoundError` for an unknown name (before anything is built) and `WorkflowFailedError`
+    for run inputs that do not fit the state, as a run reports them.
+    """
+    system.workflows.compiled(name)  # an unknown name raises before the executor is built
+    return system.estimate(name, inputs, model=model, model_settings=model_settings)
 
 
 #: `ATOMTASK_DURABLE`'s values that turn durable runs off, and on.

@@ -297,12 +297,15 @@ class AtomicTaskExecutor:
             model_settings=resolved.model_settings,
             fixed_system=not compiled.system_placeholders,
             tools=compiled.tools,
+            batching=options.batching,
         )
         warned = [_large_prompt_warning(name, size, self.large_prompt)] if large else []
         if resolved.cache is None:
             return _Prepared(call=call, started=started, events=events, warnings=warned)
         plan = self.cache.plan(call, resolved.cache, self.manager.handler)
-        hit = self.cache.lookup(plan, call, started)
+        # A run resumed from a provider batch waits for the answer it paid for: no stored answer replaces it.
+        resuming = options.batching is not None and options.batching.history is not None
+        hit = None if resuming else self.cache.lookup(plan, call, started)
         if hit is not None:
             if warned:
                 hit.notes.warnings = warned

@@ -225,7 +225,8 @@ class BaseHandler:
     def _with_base_url(self, spec: str, *, local: bool = False) -> Model:
         """`spec`'s pydantic-ai model, its provider built with `base_url` (pydantic-ai picks the model class).
 
-        A local server's model (`local`) gets the profile that sends its token limit as `max_tokens`.
+        A local server's model (`local`) gets the profile that sends its token limit as `max_tokens` and says it
+        has no batch API.
         """
         from pydantic_ai.models import infer_model
 
@@ -260,7 +261,10 @@ class BaseHandler:
             return model
         server = self.server or _provider_server(provider_name)
         field = server.max_tokens_field if server is not None else "max_tokens"
-        profile: dict[str, Any] = {"openai_chat_supports_max_completion_tokens": field == "max_completion_tokens"}
+        profile: dict[str, Any] = {
+            "openai_chat_supports_max_completion_tokens": field == "max_completion_tokens",
+            "openai_supports_batch_api": False,  # a local server serves no Batch API (`--provider-batch` refuses it)
+        }
         if server is not None and not server.json_object:
             profile["supports_json_object_output"] = False
         return type(model)(model.model_name, provider=provider, profile=cast(Any, profile))

@@ -52,7 +52,15 @@ from pydantic_ai.exceptions import (
     RetryModelRequest,
     ToolRetryError,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
@@ -70,6 +78,7 @@ __all__ = [
     "ledger_attempts",
     "paid_usage",
     "rate_limit_listener",
+    "reask_requests",
     "redact",
     "remaining_limits",
     "report_rate_limited",
@@ -217,7 +226,8 @@ class ProviderRetry(AbstractCapability[Any]):
         if response.finish_reason == "length":  # what the answer was cut off at, for its messages
             settings = request_context.model_settings
             run_state(ctx, self.state).max_tokens = settings.get("max_tokens") if settings else None
-        if not response.parts and not request_context.streaming:  # a stream has reached its consumer already
+        # A stream has reached its consumer already; a suspended response waits in a provider batch.
+        if not response.parts and not request_context.streaming and response.state != "suspended":
             # Left alone, pydantic-ai would spend an output retry asking the model for an answer.
             await self._fault(ctx, EmptyAnswerError(request_context.model), usage=paid_usage(response))
         return response
@@ -296,6 +306,28 @@ def _since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def is_reask(message: ModelMessage) -> bool:
+    """Whether `message` is a re-ask: a request carrying validation feedback on the answer before it.
+
+    The feedback is a retried return of the output tool (`final_result...`, tool output) or a retry part
+    without a tool (text, native and prompted output); a function tool's retry is the tool's, not a re-ask.
+    """
+    if not isinstance(message, ModelRequest):
+        return False
+    for part in message.parts:
+        if getattr(part, "retry", None) is None and not isinstance(part, RetryPromptPart):
+            continue
+        tool = getattr(part, "tool_name", None)
+        if tool is None or tool.startswith("final_result"):
+            return True
+    return False
+
+
+def reask_requests(messages: Sequence[ModelMessage]) -> int:
+    """How many re-asks `messages` hold (`is_reask`): what a resumed run has already spent of its retries."""
+    return sum(1 for message in messages if is_reask(message))
+
+
 def ledger_attempts(
     messages: Sequence[ModelMessage],
     *,
@@ -313,6 +345,8 @@ def ledger_attempts(
     calls: dict[str, ToolCall] = {}  # the function tool calls of the last answer, by call id
     for message in messages:
         if isinstance(message, ModelResponse):
+            if message.state == "suspended":  # a request still waiting in a provider batch: no answer yet
+                continue
             raw, tool = _raw_output(message, tools)
             usage = message.usage
             # pydantic-ai prices each response itself (genai-prices) where the model's prices are known.

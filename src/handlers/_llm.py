@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from atomtask._logs import get_logger
-from atomtask.errors import ConfigurationError, UsageError, join_sentences, plural
+from atomtask.errors import ConfigurationError, Suspended, UsageError, join_sentences, plural
 from atomtask.handlers._base import BaseHandler, ModelChoice
 from atomtask.handlers._blocking import run_blocking
 from atomtask.handlers._ledger import (
@@ -51,10 +51,11 @@ from atomtask.loading._providers import (
 )
 from atomtask.loading._tools import ResolvedTools
 from atomtask.system._media import Media, media_refusal
+from atomtask.system._options import Batching
 from atomtask.system._results import Attempt, FailureReason, TaskError
 from atomtask.system._templates import OutputMode, RepairMode, TemplateLimits
 from pydantic import BaseModel, ValidationError
-from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput, capture_run_messages
+from pydantic_ai import Agent, NativeOutput, PendingModelResponse, PromptedOutput, ToolOutput, capture_run_messages
 from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -114,6 +115,8 @@ class ModelCall:
     tools: ResolvedTools | None = None
     # The images, documents and audio sent beside the prompt, each with its parameter (`system._media`).
     media: tuple[tuple[str, Media], ...] = ()
+    # A provider batch's item: its requests go through the shared `BatchModelRequests` (`system.Batching`).
+    batching: Batching | None = None
 
     @property
     def user_prompt(self) -> str | list[Any]:
@@ -413,24 +416,20 @@ class LLMInteractionManager:
         if run.connect:  # its MCP servers start before the first model and stop after the last
             async with run.tools_connected():
                 return await self._drive(run)
-        while (step := run.next_step()) is not None:
-            with capture_run_messages() as messages:
-                try:
-                    result = await step.agent.run(call.user_prompt, **step.kwargs)
-                except Exception as exc:  # every run failure becomes a FAILED result, never a raise
-                    run.failed(step, exc, messages)
-                    continue
-            run.succeeded(step, result.output, messages)
-        return run.outcome()
+        return await self._drive(run)
 
     async def _drive(self, run: _Run) -> CallOutcome:
         while (step := run.next_step()) is not None:
             with capture_run_messages() as messages:
                 try:
-                    result = await step.agent.run(run.call.user_prompt, **step.kwargs)
+                    result = await step.agent.run(step.prompt, **step.kwargs)
                 except Exception as exc:  # every run failure becomes a FAILED result, never a raise
                     run.failed(step, exc, messages)
                     continue
+            if isinstance(result.output, PendingModelResponse):  # waits in a provider batch (`Batching`)
+                raise Suspended(
+                    run.call.template, result.all_messages(), model=step.choice.label, attempts=list(run.attempts)
+                )
             run.succeeded(step, result.output, messages)
         return run.outcome()
 
@@ -449,7 +448,10 @@ class LLMInteractionManager:
         # A template's function tools sit on its Agent, as a bare Agent's would (MCP servers go to each run).
         functions = call.tools.functions if call.tools is not None else ()
         # Each template's tools are one tuple made at registration; kept with the Agent (its id() stays taken).
-        key = (model_key, call.output_cls, call.mode, self.tracing, fixed, id(functions) if functions else None)
+        # A provider batch's template item ends its run while its request waits (`PendingModelResponse`).
+        suspends = call.batching is not None and call.batching.suspend
+        tools_key = id(functions) if functions else None
+        key = (model_key, call.output_cls, call.mode, self.tracing, fixed, tools_key, suspends)
         cached = self._agents.get(key)
         if cached is not None:
             return cached[0]
@@ -464,7 +466,9 @@ class LLMInteractionManager:
                 capabilities.append(dialect)
             agent: Agent[RunState, Any] = Agent(
                 self.handler.build(choice),
-                output_type=output_spec(call.output_cls, call.mode),
+                output_type=[output_spec(call.output_cls, call.mode), PendingModelResponse]
+                if suspends
+                else output_spec(call.output_cls, call.mode),
                 # Shared by every template with this model and output, so named after the output.
                 name=f"atomtask:{call.output_cls.__name__ if call.output_cls is not None else 'text'}",
                 instructions=fixed,
@@ -520,6 +524,7 @@ class _Step:
     agent: Agent[RunState, Any]
     kwargs: dict[str, Any]
     state: RunState
+    prompt: str | list[Any] | None = None  # None: the run resumes from `message_history`
 
 
 class _Run:
@@ -531,6 +536,12 @@ class _Run:
         self.models = [call.model, *call.fallbacks]
         self.attempts: list[Attempt] = []
         self.tried: list[str] = []
+        resumed = call.batching
+        if resumed is not None and resumed.model is not None:  # a provider batch's run goes on where it waited
+            labels = [choice.label for choice in self.models]
+            if resumed.model in labels:
+                self.tried = labels[: labels.index(resumed.model)]
+                self.attempts = list(resumed.attempts)
         self.output: Any = None
         self.error: TaskError | None = None
         self.done = False
@@ -601,8 +612,21 @@ class _Run:
         system_settings = self.manager.handler.model_settings
         if system_settings or self.call.model_settings:
             kwargs["model_settings"] = run_settings(system_settings, self.call.model_settings)
-        if self.call.retries is not None:
-            kwargs["retries"] = {"output": self.call.retries}
+        retries = self.call.retries
+        batching = self.call.batching
+        prompt: str | list[Any] | None = self.call.user_prompt
+        if batching is not None:  # its requests go through the batch's shared `BatchModelRequests`
+            kwargs["capabilities"] = [batching.capability]
+            if batching.history is not None and batching.model == choice.label:
+                # resumed: this model's request waits in a provider batch, with what it answered before
+                kwargs["message_history"] = list(batching.history)
+                prompt = None
+                if batching.reasks_left is not None:
+                    retries = batching.reasks_left
+            elif batching.history is None and batching.reasks_left is not None:
+                retries = batching.reasks_left
+        if retries is not None:
+            kwargs["retries"] = {"output": retries}
         if budget is not None:
             kwargs["usage_limits"] = budget
         if self.toolsets:
@@ -610,7 +634,7 @@ class _Run:
         tools = self.call.tools
         if tools is not None and tools.limit is not None:
             kwargs["usage_limits"] = tool_limit(budget, tools.limit, self.attempts)
-        return _Step(choice=choice, agent=agent, kwargs=kwargs, state=state)
+        return _Step(choice=choice, agent=agent, kwargs=kwargs, state=state, prompt=prompt)
 
     def succeeded(self, step: _Step, output: Any, messages: Sequence[ModelMessage]) -> None:
         self._record(step, messages)

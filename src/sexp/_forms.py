@@ -255,6 +255,7 @@ TEMPLATE_CLAUSES = (
     "repair",
     "tools",
     "tool_calls",
+    "expected_output_tokens",
 )
 _TEXT_CLAUSES = ("description", "system", "instructions", "model")
 _OUTPUT_KEYS = ("type", "schema", "mode")
@@ -374,7 +375,8 @@ def _clause_value(key: str, clause: SList, label: str, origins: dict[str, TextOr
         for index, node in enumerate(args):
             origins[f"tools.{index}"] = TextOrigin(location=node.location)
         return [_tool(node, label) for node in args]
-    if key in ("retries", "repair", "tool_calls"):  # `(repair lenient)`: a symbol reads as its name
+    # `(repair lenient)`: a symbol reads as its name
+    if key in ("retries", "repair", "tool_calls", "expected_output_tokens"):
         return datum(single(args, clause, label, TemplateError))
     if key == "params":
         return _params(args, label, origins)

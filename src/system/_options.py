@@ -8,7 +8,7 @@ told about OpenTelemetry (read from `instrument=` or `ATOMTASK_OTEL`, without im
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -26,6 +26,7 @@ __all__ = [
     "NO_OPTIONS",
     "OTEL_CONTENT_ENV",
     "OTEL_ENV",
+    "Batching",
     "CallOptions",
     "ProviderRetries",
     "SubtaskRequest",
@@ -54,7 +55,8 @@ class CallOptions:
     - `limits`: every layer's hold at once (the tightest of each limit);
     - `model_settings`: key by key, the call's over the template's over the `TaskSystem`'s;
     - `cache`: the call's, else the `TaskSystem`'s on or off, else the template's (a `TaskSystem` that turns
-      the cache on keeps a template's `ttl`).
+      the cache on keeps a template's `ttl`);
+    - `batching`: the call's, else the layer's below (set only by a provider batch, for its items).
     """
 
     model: Model | str | None = None
@@ -63,6 +65,7 @@ class CallOptions:
     repair: RepairMode | None = None
     model_settings: Mapping[str, Any] | None = None
     cache: bool | CachePolicy | None = None
+    batching: Batching | None = None
 
     def over(self, below: CallOptions) -> CallOptions:
         """These options where they say something, `below`'s where they do not; limits both, settings merged."""
@@ -83,7 +86,32 @@ class CallOptions:
             repair=self.repair if self.repair is not None else below.repair,
             model_settings=settings,
             cache=self.cache if self.cache is not None else below.cache,
+            batching=self.batching if self.batching is not None else below.batching,
         )
+
+
+@attrs.frozen(kw_only=True)
+class Batching:
+    """A call whose model requests go through the provider's batch API (`atomtask batch --provider-batch`).
+
+    Set by the batch engine on an item's options (`batch._provider`), never by users:
+    - `capability`: the pydantic-ai `BatchModelRequests` every item of the batch shares, so their requests
+      share provider batches;
+    - `suspend`: a run ends as soon as its request waits in a provider batch (the handler raises
+      `handlers.Suspended` with the run's messages, which the engine stores), instead of waiting in process;
+    - `history`: the messages a suspended run stored, ending in the request still waiting: the run resumes
+      from them (it waits for the same provider batch; nothing is sent again);
+    - `reasks_left`: the re-asks the item may still make (the earlier rounds' ones taken off its `retries`);
+    - `model`, `attempts`: the model (label) whose run suspended, and the ledger of the models tried before
+      it (a template's fallbacks): the resumed call goes on with that model, its ledger whole.
+    """
+
+    capability: Any
+    suspend: bool = True
+    history: Sequence[Any] | None = None
+    reasks_left: int | None = None
+    model: str | None = None
+    attempts: Sequence[Any] = ()
 
 
 NO_OPTIONS = CallOptions()

@@ -356,6 +356,8 @@ class BatchItemResult(BaseModel):
         attempts: how many model answers and provider faults the item went through.
         tool_calls: every tool call its tasks made, in order (in the JSON line only when there are some).
         media: the images, documents and audio a template's item sent, never their bytes (only when there are some).
+        raw_answers: a FAILED template item's answers as the model sent them, in order (only when there are
+            some): what was paid for, kept for a look or a later repair.
         index: the item's 0-based position in the input (not written to the JSON line).
         resumed: True when the result was read from the durable record, not run now (not written either).
     """
@@ -368,6 +370,7 @@ class BatchItemResult(BaseModel):
     attempts: int = 0
     tool_calls: list[ToolCall] = Field(default_factory=list, exclude_if=lambda calls: not calls)
     media: list[MediaNote] = Field(default_factory=list, exclude_if=lambda media: not media)
+    raw_answers: list[str] = Field(default_factory=list, exclude_if=lambda answers: not answers)
     index: int = Field(default=0, exclude=True)
     resumed: bool = Field(default=False, exclude=True)
 

@@ -588,6 +588,9 @@ class Template(BaseModel):
     """What the model may call before its final answer: Python functions and MCP servers (see `ToolSpec`)."""
     tool_calls: int | None = Field(default=None, ge=1)
     """At most this many tool calls across all of the task's attempts (unbounded when absent)."""
+    # Left out of a dump when unset, so the batch records and cache keys of templates without it stay as they were.
+    expected_output_tokens: int | None = Field(default=None, gt=0, exclude_if=lambda tokens: tokens is None)
+    """The tokens of a typical answer, for `--dry-run` estimates (else estimated from the output schema)."""
 
     _location: SourceLocation | None = PrivateAttr(default=None)
     _origins: dict[str, TextOrigin] = PrivateAttr(default_factory=dict)

@@ -1,6 +1,8 @@
 """Test doubles for atomtask users: a fake provider server and scripted model replies, all offline.
 
-`FakeProviderServer` answers real HTTP requests in the OpenAI and Anthropic wire formats, so the
+`FakeProviderServer` answers real HTTP requests in the OpenAI (chat completions, responses) and Anthropic
+wire formats, and the batch APIs pydantic-ai's `BatchModelRequests` calls (`FakeBatches`: scripted
+delays, expiries, errors, cancellation, and a log of what was submitted and paid), so the
 provider SDKs and pydantic-ai's adapters run unchanged, and with `server=` (one of `SERVER_MODES`) as a
 kind of local OpenAI-compatible server does; `scripted_model()` scripts pydantic-ai's
 `FunctionModel` without any HTTP. Importing this package imports neither `openai` nor `anthropic`.
@@ -14,6 +16,7 @@ from atomtask._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from atomtask.errors import ScriptError, ScriptExhaustedError
+    from atomtask.testing._batches import FakeBatches, PaidUsage, SubmittedBatch
     from atomtask.testing._replies import (
         DelayedReply,
         DisconnectReply,
@@ -40,7 +43,9 @@ __all__ = [
     "DisconnectReply",
     "EmptyReply",
     "ErrorReply",
+    "FakeBatches",
     "FakeProviderServer",
+    "PaidUsage",
     "ReceivedFile",
     "RecordedRequest",
     "Reply",
@@ -51,6 +56,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "ServerReply",
+    "SubmittedBatch",
     "TextReply",
     "TokenUsage",
     "ToolCallReply",

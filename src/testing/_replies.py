@@ -3,7 +3,9 @@
 A test builds replies with `Reply` and queues them with `FakeProviderServer.script()`; the server
 turns each into an answer on the wire and records every request it receives as a `RecordedRequest`,
 which also reads back the tools a request offered, the `ToolResult`s the client sent back and the
-`ReceivedFile`s (images, documents, audio) it carried.
+`ReceivedFile`s (images, documents, audio) it carried, on each of the three wires (OpenAI chat completions,
+OpenAI responses, Anthropic messages); a request inside a provider batch is recorded the same way, with its
+batch, custom id and how many times its body was submitted.
 A content reply is settled for the wire as an `Answer` (its text or the `WireCall`s it makes, each
 tool's arguments as text, its token usage, whether the token limit cut it), the same way for either
 wire format, and cut into the deltas a stream carries.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
@@ -38,14 +41,21 @@ __all__ = [
     "TruncatedStreamReply",
     "Wire",
     "WireCall",
+    "body_hash",
+    "body_size",
     "estimated_usage",
     "offered_tool",
     "pieces",
 ]
 
-Wire: TypeAlias = Literal["openai", "anthropic"]
+Wire: TypeAlias = Literal["openai", "responses", "anthropic"]
+"""OpenAI chat completions, OpenAI responses (the Responses API), Anthropic messages."""
 
-WIRE_BY_PATH: Final[dict[str, Wire]] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
+WIRE_BY_PATH: Final[dict[str, Wire]] = {
+    "/v1/chat/completions": "openai",
+    "/v1/responses": "responses",
+    "/v1/messages": "anthropic",
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -236,15 +246,25 @@ class ToolResult:
 
 @attrs.frozen(kw_only=True)
 class RecordedRequest:
-    """One HTTP request the server received: header names are lowercased, `body` is the parsed JSON object."""
+    """One HTTP request the server received: its `method`, header names lowercased, `body` the parsed JSON object.
+
+    A request inside a provider batch (handed to the script or responder when its batch runs, never in
+    `server.requests`) has the path its batch line names (`/v1/responses`, `/v1/chat/completions` or
+    `/v1/messages`), no headers, its `batch_id` and `custom_id`, and its `submission`: 1 the first time a
+    batch holds this body, 2 when it is submitted again (an expired request resubmitted), and so on.
+    """
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    method: str = "POST"
+    batch_id: str | None = None
+    custom_id: str | None = None
+    submission: int | None = None
 
     @property
     def wire(self) -> Wire | None:
-        """`'openai'` or `'anthropic'` by the request path, `None` for a path the server doesn't serve."""
+        """`'openai'`, `'responses'` or `'anthropic'` by the path, `None` for a path the server doesn't serve."""
         return WIRE_BY_PATH.get(self.path)
 
     @property
@@ -260,16 +280,19 @@ class RecordedRequest:
 
     @property
     def tool_results(self) -> list[ToolResult]:
-        """The tool results the request carried back to the model, in order, for either wire format.
+        """The tool results the request carried back to the model, in order, for any wire format.
 
-        OpenAI sends each as a `{"role": "tool"}` message, Anthropic as `tool_result` blocks in a user message.
+        OpenAI chat completions sends each as a `{"role": "tool"}` message, the Responses API as a
+        `function_call_output` input item, Anthropic as `tool_result` blocks in a user message.
         """
-        messages = self.body.get("messages")
         results: list[ToolResult] = []
-        for message in messages if isinstance(messages, list) else []:
+        for message in self._messages():
             if not isinstance(message, dict):
                 continue
-            if self.wire == "openai" and message.get("role") == "tool":
+            if self.wire == "responses" and message.get("type") == "function_call_output":
+                content = _text(message.get("output"))
+                results.append(ToolResult(call_id=str(message.get("call_id")), content=content))
+            elif self.wire == "openai" and message.get("role") == "tool":
                 content = _text(message.get("content"))
                 results.append(ToolResult(call_id=str(message.get("tool_call_id")), content=content))
             elif self.wire == "anthropic" and isinstance(blocks := message.get("content"), list):
@@ -286,26 +309,32 @@ class RecordedRequest:
 
     @property
     def files(self) -> list[ReceivedFile]:
-        """The images, documents and audio files the request's messages carried, in order, for either wire format.
+        """The images, documents and audio files the request's messages carried, in order, for any wire format.
 
-        OpenAI sends them as `image_url`, `input_audio` and `file` content parts, Anthropic as `image` and
-        `document` blocks; inline data (base64, a `data:` URL) is decoded to give its size and SHA-256.
+        OpenAI chat completions sends them as `image_url`, `input_audio` and `file` content parts, the
+        Responses API as `input_image` and `input_file` parts, Anthropic as `image` and `document` blocks;
+        inline data (base64, a `data:` URL) is decoded to give its size and SHA-256.
         """
-        messages = self.body.get("messages")
         found: list[ReceivedFile] = []
-        for message in messages if isinstance(messages, list) else []:
+        for message in self._messages():
             content = message.get("content") if isinstance(message, dict) else None
             for part in content if isinstance(content, list) else []:
                 if isinstance(part, dict):
                     found.extend(_received(part))
         return found
 
+    def _messages(self) -> list[Any]:
+        """The conversation: `messages` (chat completions, Anthropic) or the `input` items (Responses API)."""
+        messages = self.body.get("input" if self.wire == "responses" else "messages")
+        return messages if isinstance(messages, list) else []
+
 
 @attrs.frozen(kw_only=True)
 class ReceivedFile:
     """An image, document or audio file a request carried, as the server read it off the wire.
 
-    `part` is the wire's name for it (`image_url`, `input_audio`, `file`; Anthropic's `image`, `document`).
+    `part` is the wire's name for it (`image_url`, `input_audio`, `file`; the Responses API's `input_image`,
+    `input_file`; Anthropic's `image`, `document`).
     Inline content has its decoded `size` and `sha256` (and `media_type` where the wire says it); content
     sent by reference has its `url` instead.
     """
@@ -336,6 +365,13 @@ def _received(part: dict[str, Any]) -> Iterator[ReceivedFile]:
     elif kind == "file" and isinstance(spec, dict):
         filename = spec.get("filename")
         found = _from_url(kind, str(spec.get("file_data", "")))
+        yield attrs.evolve(found, filename=filename if isinstance(filename, str) else None)
+    elif kind == "input_image" and isinstance(url := part.get("image_url"), str):
+        yield _from_url(kind, url)
+    elif kind == "input_file":
+        filename = part.get("filename")
+        reference = part.get("file_data") or part.get("file_url") or ""
+        found = _from_url(kind, str(reference))
         yield attrs.evolve(found, filename=filename if isinstance(filename, str) else None)
     elif kind in ("image", "document") and isinstance(source := part.get("source"), dict):
         media_type = source.get("media_type")
@@ -410,14 +446,28 @@ def offered_tool(wire: Wire, body: dict[str, Any]) -> str | None:
         if choice.get("type") in ("function", "tool"):  # OpenAI and Anthropic forcing one tool
             tools = [choice]
         elif choice.get("type") == "allowed_tools":  # OpenAI restricting the choice to some tools
-            tools = (choice.get("allowed_tools") or {}).get("tools")
+            # Chat completions nests the list under `allowed_tools`; the Responses API does not.
+            tools = (choice.get("allowed_tools") or choice).get("tools")
     for tool in tools if isinstance(tools, list) else []:
         if name := _tool_name(tool):
             return name
     return None
 
 
+def body_size(body: Mapping[str, Any]) -> int:
+    """The bytes of `body` as the SDKs send it: compact JSON, UTF-8 (what a batch request is sized by)."""
+    return len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def body_hash(body: Mapping[str, Any]) -> str:
+    """The SHA-256 of `body` as compact JSON with sorted keys: equal for the same request however it was sent."""
+    return hashlib.sha256(
+        json.dumps(body, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    ).hexdigest()
+
+
 def estimated_usage(request_size: int, output: str) -> TokenUsage:
+    """The token usage of an answer whose reply gives none: 4 bytes a token of the request body and of the output."""
     return TokenUsage(input_tokens=max(1, request_size // 4), output_tokens=max(1, len(output.encode()) // 4))
 
 

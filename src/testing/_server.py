@@ -1,12 +1,14 @@
 """A fake LLM provider on localhost that speaks the OpenAI and Anthropic wire formats over real HTTP.
 
-The provider SDKs, their HTTP client and pydantic-ai's adapters all run for real, so a test sees what
+OpenAI's chat completions and Responses API, Anthropic's messages, and the batch APIs of both. The
+provider SDKs, their HTTP client and pydantic-ai's adapters all run for real, so a test sees what
 a user's code would see from the provider: parsed output, retries on bad output, `ModelHTTPError` on
 error statuses, connection errors on a dropped connection. Only the stdlib and `attrs` are imported
 here; the SDKs are imported inside the methods that build pydantic-ai models.
 
-The server itself lives here; the values a test scripts and reads back are in `_replies`, the two
-wire formats and the HTTP plumbing in `_wire`, the batch endpoints in `_batches`, what each kind of local
+The server itself lives here; the values a test scripts and reads back are in `_replies`, the three
+wire formats and the HTTP plumbing in `_wire`, the batch endpoints (and the log of what was submitted
+and paid) in `_batches`, what each kind of local
 server accepts, refuses and enforces (the `server=` modes) in `_servers`. The kit's public names are
 exported from `atomtask.testing`.
 """
@@ -51,6 +53,8 @@ from atomtask.testing._wire import (
     cut,
     openai_completion,
     openai_events,
+    responses_events,
+    responses_object,
     send_error,
     send_json,
     send_stream,
@@ -59,7 +63,7 @@ from atomtask.testing._wire import (
 if TYPE_CHECKING:
     import httpx2
     from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.settings import ModelSettings
 
 __all__ = [
@@ -80,10 +84,12 @@ class FakeProviderServer:
             assert 'tools' in server.requests[0].body
         ```
 
-    Routes: `POST /v1/chat/completions` (OpenAI chat completions) and `POST /v1/messages` (Anthropic
-    messages), each as JSON or, when the body has `"stream": true`, as server-sent events; and the batch
-    APIs (OpenAI files and batches, Anthropic message batches), programmed through `server.batches`
-    (`_batches`), whose requests are answered by the same script or responder. When the
+    Routes: `POST /v1/chat/completions` (OpenAI chat completions), `POST /v1/responses` (OpenAI's
+    Responses API, which pydantic-ai's `OpenAIResponsesModel` and `openai:` model strings use) and
+    `POST /v1/messages` (Anthropic messages), each as JSON or, when the body has `"stream": true`, as
+    server-sent events; and the batch APIs pydantic-ai's `BatchModelRequests` calls (OpenAI files and
+    batches, Anthropic message batches), programmed and logged through `server.batches` (`FakeBatches`),
+    whose requests are answered by the same script or responder. When the
     script runs out the server answers HTTP 500 "no scripted reply left" with `x-should-retry: false`, so
     the SDKs don't retry it. Every request is recorded in `requests`, in order; the images, documents and
     audio a request carried are in its `files` (`ReceivedFile`: media type, decoded size, SHA-256, or the URL).
@@ -102,10 +108,12 @@ class FakeProviderServer:
         ```
 
     Code that builds its model from a model string reaches the server through the SDKs' environment
-    variables: `OPENAI_BASE_URL=server.openai_base_url` with `openai-chat:<model>`, and
+    variables: `OPENAI_BASE_URL=server.openai_base_url` with `openai-chat:<model>` (chat completions)
+    or `openai:<model>` (responses), and
     `ANTHROPIC_BASE_URL=server.anthropic_base_url` with `anthropic:<model>` (with any `OPENAI_API_KEY` /
     `ANTHROPIC_API_KEY`). Those models keep the SDKs' default of 2 retries with backoff on 5xx, 429 and
-    dropped connections; the models from `openai_chat_model()` and `anthropic_model()` try once.
+    dropped connections; the models from `openai_chat_model()`, `openai_responses_model()` and
+    `anthropic_model()` try once.
 
     Every answer closes its connection (`Connection: close`), so no pooled connection outlives a
     test; `keep_alive=True` keeps connections open between answers, as a real provider does (for
@@ -265,6 +273,19 @@ class FakeProviderServer:
         provider = OpenAIProvider(base_url=self.openai_base_url, api_key="test-key", http_client=_http_client())
         return OpenAIChatModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
 
+    def openai_responses_model(
+        self, model_name: str = "gpt-4o-mini", *, max_retries: int = 0, settings: ModelSettings | None = None
+    ) -> OpenAIResponsesModel:
+        """A pydantic-ai `OpenAIResponsesModel` wired to this server, dummy key, `max_retries` SDK retries.
+
+        The model `BatchModelRequests` batches OpenAI requests through (`POST /v1/responses` lines).
+        """
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=self.openai_base_url, api_key="test-key", http_client=_http_client())
+        return OpenAIResponsesModel(model_name, provider=provider, settings=_with_retries(max_retries, settings))
+
     def anthropic_model(
         self,
         model_name: str = "claude-haiku-4-5",
@@ -306,8 +327,8 @@ class FakeProviderServer:
         if self._mode is not None and request is not None and request.wire == "openai":
             return self._mode.default_reply(request)
         message = (
-            f"FakeProviderServer: no scripted reply left for request #{number} "
-            f"({scripted} scripted). Add replies with `server.script(...)`."
+            f"FakeProviderServer: no scripted reply left for {_which(number, request)} "
+            f"({scripted} scripted). Add replies with `server.script(...)` or `server.respond_with(...)`."
         )
         return _final(500, message)
 
@@ -326,7 +347,7 @@ class FakeProviderServer:
             page = models_page("atomtask-fake", "fake-model") if self._mode is None else self._mode.models()
             send_json(handler, 200, page)
             return
-        request = RecordedRequest(path=path, headers=headers, body=body)
+        request = RecordedRequest(path=path, headers=headers, body=body, method=handler.command)
         number = self._record(request)
         if FakeBatches.serves(path):
             self.batches.handle(handler, path, raw, headers)
@@ -380,20 +401,14 @@ class FakeProviderServer:
                     answer = self._mode.within_limit(answer, body)
                 model = str(body.get("model", "fake-model"))
                 empty = isinstance(reply, EmptyReply)
+                self.batches.paid_live(answer.usage)  # Sent (even cut off), so billed as a real provider bills it.
+                truncate = isinstance(reply, TruncatedStreamReply)
                 if body.get("stream") is True:
-                    events = (
-                        openai_events(answer, model, empty=empty)
-                        if wire == "openai"
-                        else anthropic_events(answer, model, empty=empty)
-                    )
-                    send_stream(handler, events, truncate=isinstance(reply, TruncatedStreamReply))
+                    stream = {"openai": openai_events, "responses": responses_events, "anthropic": anthropic_events}
+                    send_stream(handler, stream[wire](answer, model, empty=empty), truncate=truncate)
                 else:
-                    payload = (
-                        openai_completion(answer, model, empty=empty)
-                        if wire == "openai"
-                        else anthropic_message(answer, model, empty=empty)
-                    )
-                    send_json(handler, 200, payload, truncate=isinstance(reply, TruncatedStreamReply))
+                    whole = {"openai": openai_completion, "responses": responses_object, "anthropic": anthropic_message}
+                    send_json(handler, 200, whole[wire](answer, model, empty=empty), truncate=truncate)
 
     def _resolve(
         self,
@@ -414,7 +429,7 @@ class FakeProviderServer:
                     return _final(
                         500,
                         f"FakeProviderServer: a tool call without a name (`Reply.tool_call()`) calls the first "
-                        f"tool offered, but request #{number} offered none. Pass `name=`.",
+                        f"tool offered, but {_which(number, None)} offered none. Pass `name=`.",
                     )
                 arguments = call.args if isinstance(call.args, str) else json.dumps(dict(call.args))
                 calls.append(WireCall(number=next(self._call_ids), name=name, arguments=arguments))
@@ -425,6 +440,13 @@ class FakeProviderServer:
             return Answer(reply_id=reply_id, text=None, usage=usage)
         usage = (reply.usage if isinstance(reply, TextReply) else None) or estimated_usage(raw_size, reply.text)
         return Answer(reply_id=reply_id, text=reply.text, usage=usage)
+
+
+def _which(number: int, request: RecordedRequest | None) -> str:
+    """How an error names a request: its number on the server, or its place in a batch (`number` 0)."""
+    if request is not None and request.batch_id is not None:
+        return f"batch request {request.custom_id!r} of batch {request.batch_id!r}"
+    return f"request #{number}" if number else "a batch request"
 
 
 def _final(status: int, message: str) -> ErrorReply:

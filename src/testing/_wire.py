@@ -1,10 +1,11 @@
 """The wire of the fake provider: the OpenAI and Anthropic formats, and the HTTP server that writes them.
 
-A completion (OpenAI chat completions) or a message (Anthropic messages) as JSON or as server-sent
-events, with its text or its tool calls (several at once, each with its own id, as parallel calls come)
-and why it ended (on its own, or cut at the token limit), and each provider's error types by status.
-`HTTPServer` is a threaded server on 127.0.0.1 that hands every connection, `GET` and `POST` to its
-owner (a `FakeProviderServer`); the `send_*` functions write a JSON body, a chunked server-sent event
+A completion (OpenAI chat completions), a response (OpenAI's Responses API) or a message (Anthropic
+messages) as JSON or as server-sent events, with its text or its tool calls (several at once, each with
+its own id, as parallel calls come) and why it ended (on its own, or cut at the token limit), and each
+provider's error types by status. `HTTPServer` is a threaded server on 127.0.0.1 that hands every
+connection, `GET`, `POST` and `DELETE` to its owner (a `FakeProviderServer`); the `send_*` functions
+write a JSON body, a chunked server-sent event
 stream or a provider-shaped error, each optionally cut off midway, and `cut` drops a connection.
 """
 
@@ -28,8 +29,11 @@ __all__ = [
     "anthropic_events",
     "anthropic_message",
     "cut",
+    "error_body",
     "openai_completion",
     "openai_events",
+    "responses_events",
+    "responses_object",
     "send_error",
     "send_json",
     "send_stream",
@@ -121,6 +125,123 @@ def openai_events(answer: Answer, model: str, *, empty: bool = False) -> list[st
         ]
     events.append(chunk({}, _openai_finish(answer)))
     return [*events, chunk(None), "data: [DONE]\n\n"]
+
+
+def _responses_output(answer: Answer, *, empty: bool) -> list[dict[str, Any]]:
+    """The output items of a response: one `message` with its `output_text`, or one `function_call` per call."""
+    if empty:
+        return []
+    if answer.calls:
+        return [_function_call(call, call.arguments) for call in answer.calls]
+    return [_output_message(answer, answer.text or "")]
+
+
+def _output_message(answer: Answer, text: str | None, *, status: str = "completed") -> dict[str, Any]:
+    content = [] if text is None else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    return {
+        "type": "message",
+        "id": f"msg_{answer.reply_id}",
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
+
+
+def _function_call(call: WireCall, arguments: str, *, status: str = "completed") -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{call.number}",
+        "call_id": f"call_{call.number}",
+        "name": call.name,
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+def _responses_usage(usage: TokenUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+
+
+def responses_object(answer: Answer, model: str, *, empty: bool = False, status: str | None = None) -> dict[str, Any]:
+    """A Responses API response carrying `answer`; `empty` sends `output: []`.
+
+    An answer cut at the token limit is `incomplete` with `incomplete_details.reason` `max_output_tokens`.
+    """
+    cut_short = answer.finish_reason == "length"
+    return {
+        "id": f"resp_{answer.reply_id}",
+        "object": "response",
+        "created_at": _CREATED,
+        "status": status or ("incomplete" if cut_short else "completed"),
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if cut_short else None,
+        "instructions": None,
+        "metadata": {},
+        "model": model,
+        "output": [] if status == "in_progress" else _responses_output(answer, empty=empty),
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": None if status == "in_progress" else _responses_usage(answer.usage),
+    }
+
+
+def responses_events(answer: Answer, model: str, *, empty: bool = False) -> list[str]:
+    """The events of a streamed response: its items opened, their text or arguments in deltas, then closed."""
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": responses_object(answer, model, status="in_progress")}
+    ]
+    items = _responses_output(answer, empty=empty)
+    for index, item in enumerate(items):
+        if item["type"] == "message":
+            text = answer.text or ""
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": _output_message(answer, None, status="in_progress"),
+                },
+                {"type": "response.content_part.added", **at, "part": part},
+                *(
+                    {"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
+                    for piece in pieces(text)
+                ),
+                {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+                {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+            ]
+        else:
+            call = answer.calls[index]
+            at = {"item_id": item["id"], "output_index": index}
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": _function_call(call, "", status="in_progress"),
+                },
+                *(
+                    {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                    for piece in pieces(call.arguments)
+                ),
+                {"type": "response.function_call_arguments.done", **at, "arguments": call.arguments, "name": call.name},
+            ]
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    final = responses_object(answer, model, empty=empty)
+    done = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+    events.append({"type": done, "response": final})
+    return [
+        f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': number})}\n\n"
+        for number, event in enumerate(events)
+    ]
 
 
 ANTHROPIC_ERRORS: Final[dict[int, str]] = {
@@ -276,12 +397,16 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # `/v1/models`, the batch endpoints' status and result downloads
         self.server.fake._handle(self)
 
+    def do_DELETE(self) -> None:  # `DELETE /v1/files/{id}`: pydantic-ai deletes a completed batch's input file
+        self.server.fake._handle(self)
+
     def log_message(self, format: str, *args: Any) -> None:
         return
 
 
-def _error_body(wire: Wire, error: ErrorReply) -> dict[str, Any]:
-    if wire == "openai":
+def error_body(wire: Wire, error: ErrorReply) -> dict[str, Any]:
+    """The provider's error body for `error`, as an HTTP error answer (or a batch's error line) carries it."""
+    if wire in ("openai", "responses"):
         default_type, default_code = OPENAI_ERRORS.get(error.status, ("server_error", None))
         return {
             "error": {
@@ -296,7 +421,7 @@ def _error_body(wire: Wire, error: ErrorReply) -> dict[str, Any]:
 
 
 def send_error(handler: Handler, wire: Wire, error: ErrorReply) -> None:
-    send_json(handler, error.status, _error_body(wire, error), headers=error.headers)
+    send_json(handler, error.status, error_body(wire, error), headers=error.headers)
 
 
 def send_json(

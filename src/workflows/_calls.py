@@ -15,6 +15,7 @@ returns into the return type after it, as a task's inputs and answer are.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import sys
 import time
@@ -35,7 +36,12 @@ from atomtask.schemas._sources import import_callable
 from pydantic import TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
-__all__ = ["CallOutcome", "CompiledCall", "read_call", "run_call"]
+__all__ = ["STAND_IN", "CallOutcome", "CompiledCall", "read_call", "run_call"]
+
+STAND_IN: contextvars.ContextVar[Callable[[CompiledCall], Any] | None] = contextvars.ContextVar(
+    "atomtask_code_step_stand_in", default=None
+)
+"""Set (by a dry run, `estimate`), no code step's function runs: the stand-in gives a value of its return type."""
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
@@ -162,6 +168,9 @@ async def run_call(call: CompiledCall, arguments: Mapping[str, Any], timeout: fl
     """Run the function once on validated `arguments`, for at most `timeout` seconds; never raises for its failure."""
     import asyncio  # here, not with the module: reading and checking workflows (`atomtask list`) never needs it
 
+    stand_in = STAND_IN.get()
+    if stand_in is not None:  # a dry run: user code has effects, so it is not run
+        return CallOutcome(value=stand_in(call), duration_ms=0.0)
     started = time.perf_counter()
     scope = asyncio.timeout(timeout)
     try:

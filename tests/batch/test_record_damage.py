@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from atomtask import BatchItemResult, BatchNotFoundError, ConfigurationError, TaskStatus, TaskSystem
 from atomtask.batch._api import collect
-from atomtask.batch._provider import ProviderBatchRecord
 from atomtask.batch._record import BatchRecord
 from atomtask.cli._main import main
 from atomtask.handlers._blocking import run_blocking
@@ -47,16 +46,13 @@ def _mode(path: Path) -> int:
 
 
 def test_the_record_file_and_its_new_folder_are_owner_only(tmp_path: Path) -> None:
-    """A new record is created 0600 in a new folder 0700, its write-ahead log 0600; the provider table's opener too."""
+    """A new record is created 0600 in a new folder 0700, its write-ahead log 0600."""
     path = tmp_path / "new" / "home" / "batches.sqlite3"
     record = BatchRecord(path)
     record.save("b", "fp", "m", _result("a"))
     assert (0o600, 0o700, 0o700) == (_mode(path), _mode(path.parent), _mode(path.parent.parent))
     assert 0o600 == _mode(Path(f"{path}-wal"))
     record.close()
-    other = tmp_path / "provider" / "batches.sqlite3"
-    ProviderBatchRecord(other).close()
-    assert (0o600, 0o700) == (_mode(other), _mode(other.parent))
 
 
 def test_an_existing_record_keeps_its_mode(tmp_path: Path) -> None:

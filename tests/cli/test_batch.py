@@ -480,17 +480,18 @@ def test_resume_keeps_the_per_answer_flags_and_takes_a_zero_given_again(
 def test_a_provider_batch_takes_the_per_answer_flags(
     tmp_path: Path, templates: Path, home: Path, served: ItemServer
 ) -> None:
-    """`--provider-batch`: safe repair fixes each batch answer; `--repair off` re-asks each with `--max-tokens`."""
+    """`--provider-batch`: safe repair fixes each batch answer; `--repair off --reask live` re-asks each live."""
     served.fault = _trailing_comma_first
     items = write_items(tmp_path / "items.jsonl", 3)
     out = tmp_path / "results.jsonl"
     args = ["batch", "tag", "--templates", str(templates), "--input", str(items), "-o", str(out), *MODEL]
-    args += ["--provider-batch", "--poll-interval", "0.01"]
+    # `--server openai`: the fake provider on 127.0.0.1 is OpenAI here (else a local server, with no batch API)
+    args += ["--provider-batch", "--poll-interval", "0.01", "--server", "openai"]
     assert 0 == main([*args, "--db", str(tmp_path / "safe.sqlite3")], stderr=io.StringIO())
     assert [] == _asked(served)
     served.asked.clear()
-    flags = ["--repair", "off", "--max-tokens", "5"]
+    flags = ["--repair", "off", "--max-tokens", "5", "--reask", "live"]
     assert 0 == main([*args, "--db", str(tmp_path / "off.sqlite3"), *flags], stderr=io.StringIO())
     assert {"COMPLETE"} == {r["status"] for r in lines(out)}
-    assert 3 == len(_asked(served))  # each item's batch answer re-asked, as a normal call
+    assert 3 == len(_asked(served))  # each item's batch answer re-asked, as a normal call (chat completions)
     assert {5} == _answer_limit(served)

@@ -25,7 +25,7 @@ def test_a_killed_process_resumes_polling_and_pays_nothing_twice(tmp_path: Path)
     items = write_items(tmp_path / "items.jsonl", 5)
     out, db = tmp_path / "out.jsonl", tmp_path / "record.db"
     args = ["tag", "--templates", str(templates), "--input", str(items), "-o", str(out), "--db", str(db)]
-    args += ["--provider-batch", "--poll-interval", "0.02"]
+    args += ["--provider-batch", "--poll-interval", "0.02", "--server", "openai"]  # the fake provider is OpenAI
     with ItemServer() as server:
         server.server.batches.in_progress_polls = 1_000_000
         env = server.env(tmp_path / "home")
@@ -53,15 +53,47 @@ def test_a_killed_process_resumes_polling_and_pays_nothing_twice(tmp_path: Path)
 
 
 def test_a_pending_batch_stops_at_max_wait_and_says_so(tmp_path: Path) -> None:
-    """`--max-wait` returns while the batch is pending: exit 1, the summary says to run again, nothing written."""
+    """`--max-wait` returns while the batch is pending: exit 1, the summary says how to collect, nothing written."""
     templates = write_templates(tmp_path / "templates")
     items = write_items(tmp_path / "items.jsonl", 2)
     out = tmp_path / "out.jsonl"
     args = ["tag", "--templates", str(templates), "--input", str(items), "-o", str(out), "--provider-batch"]
+    args += ["--server", "openai"]  # the fake provider on 127.0.0.1 is OpenAI here (else a local server)
     args += ["--poll-interval", "0.01", "--max-wait", "0.05", "--db", str(tmp_path / "r.db")]
     with ItemServer() as server:
         server.server.batches.in_progress_polls = 1_000_000
         done = run_batch(args, server.env(tmp_path / "home"))
     assert 1 == done.returncode, done.stderr
-    assert "still pending" in done.stderr
+    assert "2 items wait in provider batches" in done.stderr and "--resume" in done.stderr
     assert [] == lines(out)
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_the_items_waiting_and_the_next_run_collects_them(tmp_path: Path) -> None:
+    """SIGINT while the provider batch is pending: exit 130, the batch not cancelled; the re-run submits nothing."""
+    templates = write_templates(tmp_path / "templates")
+    items = write_items(tmp_path / "items.jsonl", 4)
+    out, db = tmp_path / "out.jsonl", tmp_path / "record.db"
+    args = ["tag", "--templates", str(templates), "--input", str(items), "-o", str(out), "--db", str(db)]
+    args += ["--provider-batch", "--poll-interval", "0.02", "--server", "openai"]
+    with ItemServer() as server:
+        server.server.batches.in_progress_polls = 1_000_000
+        env = server.env(tmp_path / "home")
+        process = subprocess.Popen(
+            batch_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 30
+        while _polls(server) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+        cancelled = [r for r in server.server.requests if r.path.endswith("/cancel")]
+        server.server.batches.in_progress_polls = 0
+        again = run_batch(args, env)
+        created = list(server.server.batches.created)
+    assert 130 == process.returncode, stderr
+    assert "4 items wait in provider batches" in stderr
+    assert [] == cancelled
+    assert 0 == again.returncode, again.stderr
+    assert 1 == len(created)
+    assert {"COMPLETE"} == {r["status"] for r in lines(out)} and 4 == len(lines(out))
