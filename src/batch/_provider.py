@@ -19,9 +19,10 @@ answer is still invalid, re-asks by the policy `reask`:
 - `none`: no re-ask; the item FAILS with its raw answers kept.
 
 A run killed at any point (kill -9, Ctrl-C) resumes with `--resume`: an item recorded waiting waits for
-the same provider batch; nothing is submitted twice, except an item whose provider batch was being
-created at the instant of the kill (the provider's answer naming the batch never arrived: neither
-OpenAI nor Anthropic can create a batch idempotently), which is submitted again.
+the same provider batch; nothing is submitted twice, except the items of a provider batch created
+just before the kill and not yet recorded waiting (between the provider accepting the batch and each
+item's `BatchRecord.wait`: the HTTP answer, then a few milliseconds per item), which are submitted
+again: neither OpenAI nor Anthropic can create a batch idempotently.
 
 A workflow's item waits in process instead: each step's requests join the shared provider batches,
 and the workflow goes on when they are answered; a killed run runs its unfinished workflow items again
