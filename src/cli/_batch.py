@@ -555,7 +555,7 @@ def _dry_run(system: BatchHost, args: argparse.Namespace, items: list[Any], opti
     """`batch --dry-run`: the estimate of every item, as a table (`--json`: JSON) on stdout; exit 0."""
     import json
 
-    from atomtask.estimate import estimate_items
+    from atomtask.estimate._estimate import estimate_items
 
     found = estimate_items(
         system,

@@ -268,7 +268,7 @@ def test_batch_answers_are_priced_at_the_batch_price(system: TaskSystem, served:
 
 def test_max_cost_never_overshoots_by_more_than_one_items_worst_case(system: TaskSystem, served: ItemServer) -> None:
     """A budget of 2.5 items: items are taken while spent + in-flight worst cases stay under it, then it stops."""
-    from atomtask.estimate import estimate_items
+    from atomtask.estimate._estimate import estimate_items
     from atomtask.system._options import CallOptions
 
     for options in ({}, FAST):
