@@ -326,20 +326,21 @@ class ProviderBatchRun(BatchRun):
         return attrs.evolve(self.options, batching=batching)
 
     async def _launch(self, pending: list[BatchItem], finished: asyncio.Queue[BatchItemResult | None]) -> None:
-        recorded: dict[str, tuple[bytes, str]] = {}
-        if self.record is not None and self.batch_id is not None:
-            recorded = self.record.waiting(self.batch_id, self.target.fingerprint, self.target.model)
-        todo: list[tuple[BatchItem, bytes | None]] = [
-            (item, recorded[item.id][0] if item.id in recorded else None) for item in pending
-        ]
-        if recorded:
-            log.info("provider_batch_resumed", batch=self.batch_id, waiting=sum(1 for _, h in todo if h is not None))
         started = time.monotonic()
         try:
+            recorded: dict[str, tuple[bytes, str]] = {}
+            if self.record is not None and self.batch_id is not None:
+                recorded = self.record.waiting(self.batch_id, self.target.fingerprint, self.target.model)
+            todo: list[tuple[BatchItem, _Waiting | None]] = [
+                (item, self._waiting_of(item, recorded[item.id][0]) if item.id in recorded else None)
+                for item in pending
+            ]
+            if recorded:
+                log.info("provider_batch_resumed", batch=self.batch_id, waiting=len(recorded))
             async with self.capability:
                 while todo:
                     todo = await self._round(todo, finished)
-                    self.waiting = sum(1 for _, history in todo if history is not None)
+                    self.waiting = sum(1 for _, waiting in todo if waiting is not None)
                     if not todo or self.stopped is not None:
                         break
                     if self.max_wait is not None and time.monotonic() - started + self.poll_interval > self.max_wait:
@@ -357,18 +358,18 @@ class ProviderBatchRun(BatchRun):
             await asyncio.sleep(min(0.1, left))
 
     async def _round(
-        self, todo: list[tuple[BatchItem, bytes | None]], finished: asyncio.Queue[BatchItemResult | None]
-    ) -> list[tuple[BatchItem, bytes | None]]:
+        self, todo: list[tuple[BatchItem, _Waiting | None]], finished: asyncio.Queue[BatchItemResult | None]
+    ) -> list[tuple[BatchItem, _Waiting | None]]:
         """Run (or resume) every item once; the items still waiting in a provider batch, with their messages."""
         queue: _Queue = self.capability.queue
         slots = asyncio.Semaphore(self.batch_size)
         busy = 0
-        still: list[tuple[BatchItem, bytes | None]] = []
+        still: list[tuple[BatchItem, _Waiting | None]] = []
 
-        async def one(item: BatchItem, history: bytes | None) -> None:
+        async def one(item: BatchItem, waiting: _Waiting | None) -> None:
             nonlocal busy
             async with slots:
-                if history is None:  # not submitted yet
+                if waiting is None:  # not submitted yet
                     admitted = "stop" if self.stopped is not None else self._admission(item, provider_batch=True)
                     if admitted == "later":  # the worst case of what is in flight reached `--max-cost`
                         still.append((item, None))
@@ -376,17 +377,14 @@ class ProviderBatchRun(BatchRun):
                         return
                 busy += 1
                 try:
-                    waiting = _Waiting.load(history) if history is not None else None
                     try:
                         clear, kept = await self.target.run_in_clear(
                             self.host, item.id, item.inputs, self._options(waiting), id_field=self.id_field
                         )
                     except Suspended as suspended:
-                        data = _Waiting(
-                            messages=suspended.messages, model=suspended.model, attempts=suspended.attempts
-                        ).dump()
-                        self._wait(item, data, _provider_batch_of(suspended.messages))
-                        still.append((item, data))
+                        now = _Waiting(messages=suspended.messages, model=suspended.model, attempts=suspended.attempts)
+                        self._wait(item, now.dump(), _provider_batch_of(suspended.messages))
+                        still.append((item, now))
                         if item.id not in self._in_flight and self.budget.limit("cost") is not None:
                             self._in_flight[item.id] = self._worst_cost(item, provider_batch=True)  # resumed
                         return
@@ -395,7 +393,7 @@ class ProviderBatchRun(BatchRun):
             self._landed(item)
             self._finish(item, clear, kept, finished)
 
-        tasks = [asyncio.create_task(one(item, history)) for item, history in todo]
+        tasks = [asyncio.create_task(one(item, waiting)) for item, waiting in todo]
         try:
             while not all(task.done() for task in tasks):
                 await asyncio.sleep(0.005)
@@ -407,6 +405,19 @@ class ProviderBatchRun(BatchRun):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         return still
+
+    def _waiting_of(self, item: BatchItem, data: bytes) -> _Waiting:
+        """The recorded messages of an item waiting in a provider batch; `ConfigurationError` when unreadable."""
+        try:
+            return _Waiting.load(data)
+        except (ValueError, TypeError, KeyError) as exc:  # a pydantic ValidationError is a ValueError
+            where = str(self.record.path) if self.record is not None else "the batch record"
+            raise ConfigurationError(
+                f"Item {item.id!r} of batch {self.batch_id!r} is recorded waiting in a provider batch, but its "
+                f"messages in {where!r} cannot be read ({type(exc).__name__}): the record is damaged or was written "
+                "by another version of atomtask. Move the record aside (or pass another `--db`) to run every item "
+                "again; the provider batch it named is then not collected."
+            ) from None
 
     def _wait(self, item: BatchItem, messages: bytes, provider_batch: str) -> None:
         """Record that `item` waits in `provider_batch` (before anything else: a kill after this loses nothing)."""

@@ -372,3 +372,42 @@ def test_a_fallback_model_waits_in_its_own_provider_batch_and_keeps_the_first_mo
     assert {"label": "from-anthropic", "item": "item-0"} == result.output
     assert 2 == result.attempts  # the OpenAI fault, then the Anthropic answer
     assert ["responses", "anthropic"] == [batch.wire for batch in served.server.batches.log]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--batch-size", "0", "--provider-batch"], "`--batch-size` must be at least 1, not 0."),
+        (["--reask", "live", "--max-wait", "5"], "`--reask`, `--max-wait` only apply with `--provider-batch`"),
+    ],
+)
+def test_provider_batch_flags_are_checked_before_anything_runs(tmp_path: Path, flags: list[str], said: str) -> None:
+    """A batch size under 1, or provider-batch flags without `--provider-batch`: exit 2, the message says the fix."""
+    import io
+
+    from atomtask.cli import main
+
+    from tests.batch_helpers import write_items
+
+    templates = write_templates(tmp_path / "templates")
+    items = write_items(tmp_path / "items.jsonl", 1)
+    err = io.StringIO()
+    args = ["batch", "tag", "--templates", str(templates), "--input", str(items), "--model", OPENAI, *flags]
+    assert 2 == main(args, stdout=io.StringIO(), stderr=err)
+    assert said in err.getvalue()
+
+
+def test_a_damaged_waiting_row_is_a_configuration_error_naming_the_record(
+    system: TaskSystem, served: ItemServer, tmp_path: Path
+) -> None:
+    """An item recorded waiting whose messages cannot be read: a typed error naming the item, the file and the fix."""
+    served.server.batches.in_progress_polls = 10_000
+    db = tmp_path / "r.db"
+    options = {"model": OPENAI, "batch_id": "b", "db": db, **FAST}
+    assert [] == system_results(system.batch("tag", _items(2), max_wait=0.05, **options))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE waiting SET messages = ? WHERE item_id = 'i1'", (b'{"messages": "not a history"}',))
+    said = r"Item 'i1' of batch 'b' .*r\.db.*cannot be read.*Move the record aside"
+    with pytest.raises(ConfigurationError, match=said):
+        system_results(system.batch("tag", _items(2), **options))
+    assert 1 == len(served.server.batches.created)  # nothing submitted again
